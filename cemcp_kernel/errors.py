@@ -15,6 +15,10 @@ class ConfigError(CemcpError):
     """A setting has a bad value or a config file cannot be read."""
 
 
+class SelectionError(CemcpError):
+    """A tool named by the user does not exist."""
+
+
 class GenerationError(CemcpError):
     """No code could be produced for a request (no model, a failing endpoint, unusable replies)."""
 

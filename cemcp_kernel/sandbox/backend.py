@@ -89,15 +89,20 @@ class AgentSandbox(ABC):
         return self.channel is not None and self.channel.closed is None
 
     async def start(self) -> None:
-        self.channel = await self._launch(AgentChannel)
         try:
+            self.channel = await self._launch(AgentChannel)
             self.info = await asyncio.wait_for(asyncio.shield(self.channel.ready), READY_TIMEOUT_S)
         except asyncio.TimeoutError:
             await self.close()
-            raise SandboxError(f"{self.backend}: the agent did not start within {READY_TIMEOUT_S:g} s")
+            raise SandboxError(
+                f"{self.backend}: the agent did not start within {READY_TIMEOUT_S:g} s"
+            ) from None
         except SandboxError as exc:
             await self.close()
             raise SandboxError(f"{self.backend}: the sandbox did not start. {exc}") from None
+        except BaseException:  # cancelled while starting: leave no process behind
+            await self.close()
+            raise
 
     async def ping(self, timeout: float = 2.0) -> bool:
         if not self.alive or self.channel is None:

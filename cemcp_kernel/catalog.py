@@ -1,0 +1,258 @@
+"""Discovery of the tool tree: ``servers/<server>/<tool>.py`` and ``skills/<name>/``.
+
+Files are read and parsed with ``ast``, never imported: tool code runs only in the sandbox.
+A file that does not parse is reported as a problem and skipped; it never breaks the catalog.
+Parsed files are cached by content hash, in memory and on disk, so a warm discovery only
+stats files and hashes the ones that changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+CACHE_VERSION = 1
+
+
+class Param(BaseModel):
+    name: str
+    annotation: str | None = None
+    default: str | None = None  # source text of the default; None when required
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+class ToolSpec(BaseModel):
+    """A callable the generated code may import: a tool of a server, or a skill."""
+
+    kind: Literal["tool", "skill"] = "tool"
+    server: str  # the server folder, or the skill's name
+    name: str
+    module: str  # import path inside the sandbox, e.g. servers.calculator.calculate
+    signature: str
+    description: str = ""
+    params: list[Param] = []
+    path: str
+    is_async: bool = False
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.server}.{self.name}"
+
+    @property
+    def import_line(self) -> str:
+        return f"from {self.module} import {self.name}"
+
+    @property
+    def summary(self) -> str:
+        """The first paragraph of the docstring."""
+        return self.description.strip().split("\n\n")[0].replace("\n", " ")
+
+
+class Problem(BaseModel):
+    """A tool file that could not be used, and why."""
+
+    path: str
+    message: str
+
+
+@dataclass
+class Catalog:
+    tools: list[ToolSpec] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def get(self, qualname: str) -> ToolSpec | None:
+        for tool in self.tools:
+            if tool.qualname == qualname or tool.module + "." + tool.name == qualname:
+                return tool
+        return None
+
+    @property
+    def servers(self) -> list[str]:
+        return sorted({t.server for t in self.tools if t.kind == "tool"})
+
+    def fingerprint(self) -> str:
+        """Changes whenever any tool changes: keys caches built from the catalog."""
+        digest = hashlib.sha256()
+        for tool in self.tools:
+            digest.update(tool.model_dump_json().encode())
+        return digest.hexdigest()[:16]
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_tool_file(source: str, path: Path, module: str, server: str, kind: str) -> list[ToolSpec]:
+    """Public top-level functions of one file (those in ``__all__`` when it is defined)."""
+    tree = ast.parse(source, filename=str(path))
+    exported: set[str] | None = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            try:
+                exported = set(ast.literal_eval(node.value))
+            except ValueError:
+                exported = None
+    tools = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if node.name.startswith("_") or (exported is not None and node.name not in exported):
+            continue
+        tools.append(
+            ToolSpec(
+                kind=kind,  # type: ignore[arg-type]
+                server=server,
+                name=node.name,
+                module=module,
+                signature=_signature(node),
+                description=ast.get_docstring(node) or "",
+                params=_params(node.args),
+                path=str(path),
+                is_async=isinstance(node, ast.AsyncFunctionDef),
+            )
+        )
+    return tools
+
+
+def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    prefix = "async def " if isinstance(node, ast.AsyncFunctionDef) else "def "
+    returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
+    return f"{prefix}{node.name}({ast.unparse(node.args)}){returns}"
+
+
+def _params(args: ast.arguments) -> list[Param]:
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += list(args.defaults)
+    pairs = [*zip(positional, defaults), *zip(args.kwonlyargs, args.kw_defaults)]
+    return [
+        Param(
+            name=arg.arg,
+            annotation=ast.unparse(arg.annotation) if arg.annotation is not None else None,
+            default=ast.unparse(default) if default is not None else None,
+        )
+        for arg, default in pairs
+    ]
+
+
+@dataclass
+class _Entry:
+    key: tuple[int, int]
+    digest: str
+    tools: list[ToolSpec]
+    problem: Problem | None
+
+
+class Discovery:
+    """Finds tools and skills; remembers parsed files by content hash between calls."""
+
+    def __init__(self, cache_file: Path | None = None) -> None:
+        self._cache_file = cache_file
+        self._by_path: dict[str, _Entry] = {}
+        self._by_digest: dict[str, list[dict[str, object]]] = {}
+        if cache_file is not None:
+            self._load()
+
+    def discover(self, servers_dir: Path, skills_dir: Path | None = None) -> Catalog:
+        catalog = Catalog()
+        changed = False
+        for path, module, owner, kind in _tool_files(servers_dir, skills_dir):
+            entry, was_parsed = self._entry(path, module, owner, kind)
+            changed |= was_parsed
+            catalog.tools += entry.tools
+            if entry.problem is not None:
+                catalog.problems.append(entry.problem)
+        if changed:
+            self._save()
+        catalog.tools.sort(key=lambda t: (t.kind != "tool", t.server, t.name))
+        return catalog
+
+    def _entry(self, path: Path, module: str, owner: str, kind: str) -> tuple[_Entry, bool]:
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            return _Entry((0, 0), "", [], Problem(path=str(path), message=str(exc))), False
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = self._by_path.get(str(path))
+        if cached is not None and cached.key == key:
+            return cached, False
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            return _Entry(key, "", [], Problem(path=str(path), message=str(exc))), False
+        digest = hashlib.sha256(raw + module.encode()).hexdigest()
+        parsed = False
+        if digest in self._by_digest:
+            tools = [ToolSpec.model_validate(t) for t in self._by_digest[digest]]
+            tools = [t.model_copy(update={"path": str(path)}) for t in tools]
+            entry = _Entry(key, digest, tools, None)
+        else:
+            parsed = True
+            try:
+                tools = parse_tool_file(raw.decode("utf-8"), path, module, owner, kind)
+                entry = _Entry(key, digest, tools, None)
+                self._by_digest[digest] = [t.model_dump() for t in tools]
+            except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+                entry = _Entry(key, digest, [], Problem(path=str(path), message=_describe(exc)))
+        self._by_path[str(path)] = entry
+        return entry, parsed
+
+    def _load(self) -> None:
+        assert self._cache_file is not None
+        try:
+            data = json.loads(self._cache_file.read_text())
+        except (OSError, ValueError):
+            return
+        if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
+            self._by_digest = dict(data.get("files", {}))
+
+    def _save(self) -> None:
+        if self._cache_file is None:
+            return
+        try:
+            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._cache_file.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"version": CACHE_VERSION, "files": self._by_digest}))
+            tmp.replace(self._cache_file)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"syntax error on line {exc.lineno}: {exc.msg}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[Path, str, str, str]]:
+    """(file, import path, server or skill name, kind) for every candidate file, sorted."""
+    roots = [(servers_dir, "servers", "tool")]
+    if skills_dir is not None:
+        roots.append((skills_dir, "skills", "skill"))
+    for root, package, kind in roots:
+        if not root.is_dir():
+            continue
+        for folder in sorted(root.iterdir()):
+            if not folder.is_dir() or not _IDENT.match(folder.name) or folder.name.startswith("_"):
+                continue
+            for path in sorted(folder.glob("*.py")):
+                stem = path.stem
+                if kind == "tool" and (stem.startswith("_") or not _IDENT.match(stem)):
+                    continue
+                if kind == "skill" and stem != "__init__" and stem.startswith("_"):
+                    continue
+                module = f"{package}.{folder.name}" if stem == "__init__" else f"{package}.{folder.name}.{stem}"
+                yield path, module, folder.name, kind

@@ -116,6 +116,8 @@ _ENV_ALIASES = {
     "AZURE_OPENAI_API_VERSION": "model.azure_api_version",
 }
 _PATH_KEYS = ("servers_dir", "skills_dir", "workspace_dir")
+# CEMCP_ variables that locate things rather than set them.
+_NOT_SETTINGS = {"CEMCP_PROJECT_DIR", "CEMCP_CACHE_DIR"}
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -144,7 +146,7 @@ def load_settings(project_dir: Path | None = None, **overrides: Any) -> Settings
     for name, value in env.items():
         if name in _ENV_ALIASES and value:
             _set_dotted(data, _ENV_ALIASES[name], value)
-        elif name.startswith("CEMCP_") and name != "CEMCP_PROJECT_DIR":
+        elif name.startswith("CEMCP_") and name not in _NOT_SETTINGS:
             _set_dotted(data, name[6:].lower().replace("__", "."), value)
     for key, value in overrides.items():
         _set_dotted(data, key.replace("__", "."), value)

@@ -31,7 +31,7 @@ from .generation.prompt import PromptContext
 from .guardrails import Finding, blocking
 from .guardrails import check as check_guardrails
 from .paths import cache_dir
-from .sandbox import make_sandbox_factory
+from .sandbox import SandboxFactory
 from .sandbox.backend import INTERRUPT_GRACE_S
 from .sandbox.channel import StreamCallback
 from .sandbox.pool import Pool, PoolStatus
@@ -94,7 +94,7 @@ class Engine:
         self._generator: Generator | None = None
         self._logs: dict[str, SessionLog] = {}
         self._closed = False
-        self.pool = self._call(self._make_pool(warm))
+        self.pool = self._make_pool(warm)
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -104,10 +104,11 @@ class Engine:
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._submit(coro).result()
 
-    async def _make_pool(self, warm: bool) -> Pool:
-        pool = Pool(make_sandbox_factory(self.settings), self.settings.sandbox.pool_size)
+    def _make_pool(self, warm: bool) -> Pool:
+        self.sandboxes = SandboxFactory(self.settings)
+        pool = Pool(self.sandboxes, self.settings.sandbox.pool_size)
         if warm:
-            pool.start()
+            self._loop.call_soon_threadsafe(pool.start)
         return pool
 
     def __enter__(self) -> Engine:
@@ -148,7 +149,7 @@ class Engine:
         )
         if sandbox_old != sandbox_new or paths_changed:
             old_pool = self.pool
-            self.pool = self._call(self._make_pool(True))
+            self.pool = self._make_pool(True)
             self._submit(old_pool.close())
         return self.settings
 

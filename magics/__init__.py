@@ -1,0 +1,32 @@
+"""The cemcp IPython extension: ``%load_ext magics`` gives ``%%mcp`` in any IPython kernel."""
+
+from __future__ import annotations
+
+import atexit
+import sys
+from typing import Any
+
+_magics: Any = None
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics and start the engine, whose sandboxes warm up in the background."""
+    global _magics
+    from .magics import McpMagics
+
+    if _magics is not None:
+        return
+    _magics = McpMagics(ipython)
+    ipython.register_magics(_magics)
+    atexit.register(unload_ipython_extension, ipython)
+    try:
+        _magics.engine  # noqa: B018 - starts the engine thread and the pool warm-up
+    except Exception as exc:  # e.g. a bad setting: the kernel lives, each %%mcp cell says why
+        print(f"cemcp: not started yet: {exc}", file=sys.stderr)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    global _magics
+    if _magics is not None:
+        _magics.close()
+        _magics = None

@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ..config import Settings
 from ..errors import SandboxUnavailable
-from .backend import Sandbox
+from .backend import AgentSandbox, Sandbox
 from .channel import ToolHandler
-from .pool import SandboxFactory
 
 
-def make_sandbox_factory(settings: Settings, tool_handler: ToolHandler | None = None) -> SandboxFactory:
-    """A factory for the configured backend; ``auto`` means the strongest one that works here."""
-    backend = settings.sandbox.backend
-    if backend in ("auto", "bubblewrap"):
+def backend_class(name: str) -> type[AgentSandbox]:
+    if name == "bubblewrap":
         from .bubblewrap import BubblewrapSandbox
 
-        def bubblewrap() -> Sandbox:
-            return BubblewrapSandbox(settings, tool_handler)
+        return BubblewrapSandbox
+    raise SandboxUnavailable(f"Unknown sandbox backend {name!r}; use auto or bubblewrap.")
 
-        return bubblewrap
-    raise SandboxUnavailable(f"The sandbox backend {backend!r} is not available yet.")
+
+class SandboxFactory:
+    """Makes sandboxes of the configured backend; ``auto`` is resolved by the probe on first use,
+    on the engine's thread, so choosing a backend never delays a kernel's start."""
+
+    def __init__(self, settings: Settings, tool_handler: ToolHandler | None = None) -> None:
+        self.settings = settings
+        self.tool_handler = tool_handler
+        self.backend: str | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def __call__(self) -> Sandbox:
+        if self.backend is None:
+            from .probe import choose
+
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self.backend is None:
+                    self.backend = await choose(self.settings)
+        return backend_class(self.backend)(self.settings, self.tool_handler)

@@ -75,12 +75,12 @@ def identity_files() -> dict[str, bytes]:
 
 
 def build_command(
-    settings: Settings, bwrap: Path, agent_args: list[str], data_fds: dict[str, int]
-) -> list[str]:
-    """The bwrap command line; ``data_fds`` maps /etc files to descriptors bwrap reads them from."""
+    settings: Settings, agent_args: list[str], data_fds: dict[str, int]
+) -> tuple[list[str], list[str]]:
+    """bwrap's options and the command it runs inside; ``data_fds`` maps /etc files to
+    descriptors bwrap reads them from."""
     limits = settings.sandbox
     argv = [
-        str(bwrap),
         "--unshare-all",
         "--unshare-user",
         "--disable-userns",
@@ -136,8 +136,15 @@ def build_command(
     }
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
-    return argv
+    return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
+
+
+def _memfd(data: bytes) -> int:
+    """An anonymous in-memory file holding ``data``, positioned at its start."""
+    fd = os.memfd_create("cemcp", 0)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 class BubblewrapSandbox(AgentSandbox):
@@ -153,24 +160,32 @@ class BubblewrapSandbox(AgentSandbox):
 
     async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:
         bwrap = find_bwrap()
-        data_fds: dict[str, int] = {}
+        fds: list[int] = []
         try:
+            data_fds = {}
             for target, content in identity_files().items():
-                read_end, write_end = os.pipe()
-                os.write(write_end, content)
-                os.close(write_end)
-                data_fds[target] = read_end
-            argv = build_command(self.settings, bwrap, self.agent_args(), data_fds)
+                data_fds[target] = _memfd(content)
+                fds.append(data_fds[target])
+            options, command = build_command(self.settings, self.agent_args(), data_fds)
+            # bwrap stays as pid 1 inside the sandbox, where /proc/1 shows its command line and
+            # environment: give it neither (options through a descriptor, empty environment).
+            args_fd = _memfd(b"".join(a.encode() + b"\0" for a in options))
+            fds.append(args_fd)
             self._proc = await asyncio.create_subprocess_exec(
-                *argv,
+                "bwrap",
+                "--args",
+                str(args_fd),
+                *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                executable=str(bwrap),
+                env={},
                 start_new_session=True,  # Jupyter's SIGINT to the kernel's group must not reach it
-                pass_fds=list(data_fds.values()),
+                pass_fds=fds,
             )
         finally:
-            for fd in data_fds.values():
+            for fd in fds:
                 os.close(fd)
         proc = self._proc
         assert proc.stdin is not None
@@ -195,15 +210,17 @@ class BubblewrapSandbox(AgentSandbox):
             channel.feed(data)
         code = await proc.wait()
         await asyncio.sleep(0)  # let the stderr pump catch up
-        tail = self._stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
-        channel.close(f"the agent exited with code {code}" + (f": {tail}" if tail else ""))
+        text = self._stderr.decode("utf-8", "replace").strip()
+        if len(text) > _STDERR_TAIL:
+            text = text[:1000] + " … " + text[-(_STDERR_TAIL - 1000) :]
+        channel.close(f"the agent exited with code {code}" + (f": {text}" if text else ""))
 
     async def _pump_stderr(self) -> None:
         proc = self._proc
         assert proc is not None and proc.stderr is not None
         while data := await proc.stderr.read(1 << 16):
-            self._stderr += data
-            del self._stderr[: -_STDERR_TAIL * 2]
+            if len(self._stderr) < 4 * _STDERR_TAIL:
+                self._stderr += data
 
     async def _terminate(self) -> None:
         proc = self._proc

@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
 from ..errors import SandboxError
 from .backend import Sandbox
 
-SandboxFactory = Callable[[], Sandbox]
+SandboxFactory = Callable[[], Awaitable[Sandbox]]
 
 
 class PoolStatus(BaseModel):
@@ -62,8 +62,8 @@ class Pool:
             task.add_done_callback(self._starting.discard)
 
     async def _warm_one(self) -> None:
-        sandbox = self._factory()
         try:
+            sandbox = await self._factory()
             await sandbox.start()
         except (SandboxError, OSError) as exc:
             self._last_error = str(exc)
@@ -99,8 +99,8 @@ class Pool:
             if await sandbox.ping():
                 return sandbox
             await sandbox.close()
-        sandbox = self._factory()
         try:
+            sandbox = await self._factory()
             await sandbox.start()
         except SandboxError as exc:
             self._last_error = str(exc)

@@ -1,0 +1,73 @@
+"""``python -m cemcp_kernel doctor``: what can run code here and why not, and what is configured."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from .catalog import Discovery, Problem
+from .config import Settings, load_settings
+from .paths import cache_dir
+from .sandbox.probe import BackendReport, run_probe
+
+
+class DoctorReport(BaseModel):
+    backends: list[BackendReport]
+    configured_backend: str
+    chosen: str | None
+    pool_size: int
+    limits: dict[str, float]
+    model: str
+    catalog_tools: int
+    catalog_servers: list[str]
+    catalog_problems: list[Problem]
+
+    @property
+    def can_run_code(self) -> bool:
+        return self.chosen is not None
+
+    def text(self) -> str:
+        lines = ["Sandbox backends:"]
+        for b in self.backends:
+            mark = "yes" if b.works else "no "
+            boot = f" ({b.boot_ms:.0f} ms to boot and run code)" if b.boot_ms else ""
+            lines.append(f"  {mark} {b.name:13} {b.isolation}{boot}")
+            if not b.works:
+                lines.append(f"      why not: {b.reason}")
+        chosen = self.chosen or "none: cemcp cannot run code on this host"
+        lines.append(f"Chosen ({self.configured_backend}): {chosen}")
+        limits = ", ".join(f"{k} {v:g}" for k, v in self.limits.items())
+        lines.append(f"Pool: {self.pool_size} warm sandboxes; limits per execution: {limits}")
+        lines.append(f"Model: {self.model}")
+        lines.append(
+            f"Catalog: {self.catalog_tools} tools in {len(self.catalog_servers)} servers"
+            + (f" ({', '.join(self.catalog_servers)})" if self.catalog_servers else "")
+        )
+        for problem in self.catalog_problems:
+            lines.append(f"  broken tool file {problem.path}: {problem.message}")
+        return "\n".join(lines)
+
+
+def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorReport:
+    settings = settings or load_settings()
+    reports = run_probe(settings, refresh=refresh)
+    wanted = settings.sandbox.backend
+    working = [r.name for r in reports if r.works]
+    chosen = (working[0] if working else None) if wanted == "auto" else (wanted if wanted in working else None)
+    catalog = Discovery(cache_dir() / "catalog.json").discover(settings.servers_dir, settings.skills_dir)
+    s = settings.sandbox
+    return DoctorReport(
+        backends=reports,
+        configured_backend=wanted,
+        chosen=chosen,
+        pool_size=s.pool_size,
+        limits={
+            "timeout_s": s.timeout,
+            "memory_mb": s.memory_mb,
+            "max_processes": s.max_processes,
+            "max_output_bytes": s.max_output_bytes,
+        },
+        model=settings.model.endpoint,
+        catalog_tools=len(catalog.tools),
+        catalog_servers=catalog.servers,
+        catalog_problems=catalog.problems,
+    )

@@ -1,0 +1,154 @@
+"""Shared fixtures: settings on a temporary workspace, a real engine, a scripted model endpoint,
+and the installed cemcp kernel started through jupyter_client exactly as Jupyter starts it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cemcp_kernel.config import Settings, load_settings
+from cemcp_kernel.engine import Engine
+
+from .openai_server import ScriptedOpenAI
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET_KEY = "sk-cemcp-test-secret-0123456789"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests never read or write the user's cemcp cache, and see no model from the developer's env."""
+    saved = {k: os.environ.get(k) for k in ("CEMCP_CACHE_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    os.environ["CEMCP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        os.environ.pop(name, None)
+    for name in [n for n in os.environ if n.startswith(("AZURE_OPENAI_", "CEMCP_")) and n != "CEMCP_CACHE_DIR"]:
+        os.environ.pop(name)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def settings(workspace: Path) -> Settings:
+    return load_settings(ROOT, workspace_dir=str(workspace), sandbox__pool_size=1)
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    with Engine(settings) as engine:
+        yield engine
+
+
+@pytest.fixture
+def openai_server() -> Iterator[ScriptedOpenAI]:
+    server = ScriptedOpenAI().start()
+    yield server
+    server.stop()
+
+
+@dataclass
+class CellOutput:
+    status: str
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+    def text(self) -> str:
+        """All text the cell showed: streams, text/plain of results, error tracebacks."""
+        parts = []
+        for out in self.outputs:
+            if out["msg_type"] == "stream":
+                parts.append(out["content"]["text"])
+            elif out["msg_type"] in ("execute_result", "display_data"):
+                parts.append(out["content"]["data"].get("text/plain", ""))
+            elif out["msg_type"] == "error":
+                parts.append("\n".join(out["content"]["traceback"]))
+        return "\n".join(parts)
+
+    def results(self) -> list[str]:
+        return [
+            o["content"]["data"].get("text/plain", "")
+            for o in self.outputs
+            if o["msg_type"] == "execute_result"
+        ]
+
+
+class KernelSession:
+    """The installed ``cemcp`` kernel, started by jupyter_client's KernelManager."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(
+            kernel_name="cemcp", env=env, cwd=str(cwd), startup_timeout=60
+        )
+
+    def run(self, code: str, timeout: float = 120) -> CellOutput:
+        result = CellOutput(status="")
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+                result.outputs.append({"msg_type": msg["msg_type"], "content": msg["content"]})
+
+        reply = self.client.execute_interactive(code, output_hook=hook, timeout=timeout)
+        result.status = reply["content"]["status"]
+        return result
+
+    @property
+    def pid(self) -> int:
+        return int(self.manager.provisioner.pid)  # type: ignore[union-attr]
+
+    def shutdown(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)
+
+
+@pytest.fixture(scope="session")
+def installed_kernelspec() -> str:
+    """Install the kernelspec into this environment, as `python -m cemcp_kernel install --sys-prefix`."""
+    from cemcp_kernel.kernelspec import install
+
+    return install(prefix=sys.prefix)
+
+
+@pytest.fixture
+def kernel_env(workspace: Path, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_"))}
+    env.update(
+        {
+            "CEMCP_PROJECT_DIR": str(ROOT),
+            "CEMCP_WORKSPACE_DIR": str(workspace),
+            "CEMCP_SANDBOX__POOL_SIZE": "1",
+        }
+    )
+    return env
+
+
+@pytest.fixture
+def start_kernel(installed_kernelspec: str, tmp_path: Path) -> Iterator[Any]:
+    """Start kernels with a given environment; every one is shut down after the test."""
+    sessions: list[KernelSession] = []
+
+    def start(env: dict[str, str]) -> KernelSession:
+        session = KernelSession(env, tmp_path)
+        sessions.append(session)
+        return session
+
+    yield start
+    for session in sessions:
+        session.shutdown()

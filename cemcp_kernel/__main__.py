@@ -44,7 +44,10 @@ def _run(args: argparse.Namespace) -> int:
         for notice in result.notices:
             print(f"[cemcp] {notice}", file=sys.stderr)
         if result.error is not None:
-            print(result.error.traceback or f"{result.error.ename}: {result.error.evalue}", file=sys.stderr)
+            print(
+                result.error.traceback or f"{result.error.ename}: {result.error.evalue}",
+                file=sys.stderr,
+            )
             return 1
         if result.value is not None:
             print(result.value.repr)
@@ -52,7 +55,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cemcp_kernel", description="cemcp: code execution with MCP")
+    parser = argparse.ArgumentParser(
+        prog="python -m cemcp_kernel", description="cemcp: code execution with MCP"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     install = commands.add_parser("install", help="install the cemcp Jupyter kernelspec")
@@ -63,11 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(func=_install)
 
     doctor = commands.add_parser("doctor", help="what can run code here, and why not")
-    doctor.add_argument("--refresh", action="store_true", help="probe again instead of using the cache")
+    doctor.add_argument(
+        "--refresh", action="store_true", help="probe again instead of using the cache"
+    )
     doctor.add_argument("--json", action="store_true", help="machine-readable report")
     doctor.set_defaults(func=_doctor)
 
-    run = commands.add_parser("run", help="run one request (or --code) in a sandbox and print the result")
+    run = commands.add_parser(
+        "run", help="run one request (or --code) in a sandbox and print the result"
+    )
     run.add_argument("request")
     run.add_argument("--code", action="store_true", help="the request is Python code")
     run.add_argument("--tools", help="comma-separated tools to use")

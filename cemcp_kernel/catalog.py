@@ -137,7 +137,10 @@ def _params(args: ast.arguments) -> list[Param]:
     positional = [*args.posonlyargs, *args.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
     defaults += list(args.defaults)
-    pairs = [*zip(positional, defaults), *zip(args.kwonlyargs, args.kw_defaults)]
+    pairs = [
+        *zip(positional, defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
     return [
         Param(
             name=arg.arg,
@@ -254,5 +257,9 @@ def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[Pa
                     continue
                 if kind == "skill" and stem != "__init__" and stem.startswith("_"):
                     continue
-                module = f"{package}.{folder.name}" if stem == "__init__" else f"{package}.{folder.name}.{stem}"
+                module = (
+                    f"{package}.{folder.name}"
+                    if stem == "__init__"
+                    else f"{package}.{folder.name}.{stem}"
+                )
                 yield path, module, folder.name, kind

@@ -52,8 +52,14 @@ def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorR
     reports = run_probe(settings, refresh=refresh)
     wanted = settings.sandbox.backend
     working = [r.name for r in reports if r.works]
-    chosen = (working[0] if working else None) if wanted == "auto" else (wanted if wanted in working else None)
-    catalog = Discovery(cache_dir() / "catalog.json").discover(settings.servers_dir, settings.skills_dir)
+    chosen = (
+        (working[0] if working else None)
+        if wanted == "auto"
+        else (wanted if wanted in working else None)
+    )
+    catalog = Discovery(cache_dir() / "catalog.json").discover(
+        settings.servers_dir, settings.skills_dir
+    )
     s = settings.sandbox
     return DoctorReport(
         backends=reports,

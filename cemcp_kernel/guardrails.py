@@ -42,10 +42,40 @@ _BLOCKED_CALLS = {
     "asyncio.create_subprocess_shell": "runs a shell command",
     "asyncio.open_connection": "opens network connections",
 }
-_BLOCKED_PREFIXES = {"os.exec": "replaces the process", "os.spawn": "spawns processes", "os.posix_spawn": "spawns processes"}
+_BLOCKED_PREFIXES = {
+    "os.exec": "replaces the process",
+    "os.spawn": "spawns processes",
+    "os.posix_spawn": "spawns processes",
+}
 _DYNAMIC = {"eval", "exec", "compile", "__import__"}
-_WRITE_METHODS = {"write_text", "write_bytes", "unlink", "mkdir", "rmdir", "touch", "rename", "replace", "symlink_to"}
-_OS_WRITES = {"os.remove", "os.unlink", "os.rmdir", "os.mkdir", "os.makedirs", "os.rename", "os.replace", "os.symlink", "os.chmod", "os.chown", "os.truncate", "shutil.rmtree", "shutil.copy", "shutil.copyfile", "shutil.move"}
+_WRITE_METHODS = {
+    "write_text",
+    "write_bytes",
+    "unlink",
+    "mkdir",
+    "rmdir",
+    "touch",
+    "rename",
+    "replace",
+    "symlink_to",
+}
+_OS_WRITES = {
+    "os.remove",
+    "os.unlink",
+    "os.rmdir",
+    "os.mkdir",
+    "os.makedirs",
+    "os.rename",
+    "os.replace",
+    "os.symlink",
+    "os.chmod",
+    "os.chown",
+    "os.truncate",
+    "shutil.rmtree",
+    "shutil.copy",
+    "shutil.copyfile",
+    "shutil.move",
+}
 
 
 class Finding(BaseModel):
@@ -145,7 +175,9 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(target, ast.Call) and target.args:
                 path = _literal_path(target.args[0])
                 if path is not None and not _inside_workspace(path):
-                    self.add("block", node, f".{node.func.attr}() changes {path}, outside /workspace")
+                    self.add(
+                        "block", node, f".{node.func.attr}() changes {path}, outside /workspace"
+                    )
 
 
 def _keyword(node: ast.Call, name: str) -> ast.expr | None:

@@ -36,6 +36,4 @@ def install(user: bool = False, prefix: str | None = None, name: str = KERNEL_NA
 
     with tempfile.TemporaryDirectory() as tmp:
         source = write_kernel_spec(Path(tmp) / name)
-        return KernelSpecManager().install_kernel_spec(
-            str(source), name, user=user, prefix=prefix
-        )
+        return KernelSpecManager().install_kernel_spec(str(source), name, user=user, prefix=prefix)

@@ -16,8 +16,47 @@ from .errors import SelectionError
 
 _WORD = re.compile(r"[A-Za-z][a-z]*|[a-z]+|\d+")
 STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from get give how i in is it me my of on or "
-    "please show tell that the this to use using what which with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "get",
+        "give",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "please",
+        "show",
+        "tell",
+        "that",
+        "the",
+        "this",
+        "to",
+        "use",
+        "using",
+        "what",
+        "which",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 

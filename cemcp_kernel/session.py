@@ -6,7 +6,6 @@ so that a session can be resumed after a kernel restart.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path

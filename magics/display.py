@@ -20,13 +20,19 @@ Bundle = tuple[dict[str, Any], dict[str, Any]]
 class Code:
     """Generated code, highlighted."""
 
-    def __init__(self, code: str, caption: str = "", provenance: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: str, caption: str = "", provenance: dict[str, Any] | None = None
+    ) -> None:
         self.code = code
         self.caption = caption
         self.provenance = provenance or {}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Bundle:
-        caption = f"<div style='color:#666;font-size:85%'>{html.escape(self.caption)}</div>" if self.caption else ""
+        caption = (
+            f"<div style='color:#666;font-size:85%'>{html.escape(self.caption)}</div>"
+            if self.caption
+            else ""
+        )
         text = f"# {self.caption}\n{self.code}" if self.caption else self.code
         return (
             {"text/plain": text.rstrip("\n"), "text/html": caption + highlight_html(self.code)},
@@ -80,11 +86,7 @@ class Result:
 
 
 def _is_records(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(row, dict) for row in value)
-    )
+    return isinstance(value, list) and bool(value) and all(isinstance(row, dict) for row in value)
 
 
 def records_html(rows: list[dict[str, Any]]) -> str:
@@ -127,4 +129,6 @@ class CemcpMessage(Exception):
     """A cemcp error with a message the user can act on; shown without a traceback."""
 
     def _render_traceback_(self) -> list[str]:
-        return [f"cemcp: {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+        return [
+            f"cemcp: {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())
+        ]

@@ -56,7 +56,9 @@ class McpMagics(Magics):
         """
         args = parse_cell_args(line)
         if not cell.strip():
-            raise CemcpMessage("The cell is empty: write a request below %%mcp, e.g. Calculate 5 + 3")
+            raise CemcpMessage(
+                "The cell is empty: write a request below %%mcp, e.g. Calculate 5 + 3"
+            )
         try:
             if args.code:
                 return self.run_code(cell, args)

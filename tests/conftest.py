@@ -28,7 +28,11 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["CEMCP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(name, None)
-    for name in [n for n in os.environ if n.startswith(("AZURE_OPENAI_", "CEMCP_")) and n != "CEMCP_CACHE_DIR"]:
+    for name in [
+        n
+        for n in os.environ
+        if n.startswith(("AZURE_OPENAI_", "CEMCP_")) and n != "CEMCP_CACHE_DIR"
+    ]:
         os.environ.pop(name)
     yield
     for key, value in saved.items():

@@ -130,7 +130,9 @@ def _handler(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
                     message += f" Use '{other}' instead."
                 return self._json(400, _error(message, "invalid_request_error", param))
             if reply.status != 200:
-                return self._json(reply.status, _error(reply.error or "scripted failure", "server_error"))
+                return self._json(
+                    reply.status, _error(reply.error or "scripted failure", "server_error")
+                )
             model = str(body.get("model", "scripted"))
             if body.get("stream"):
                 return self._stream(model, reply, body)
@@ -149,18 +151,28 @@ def _handler(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             pieces = re.findall(r"\S*\s*", reply.content) or [""]
-            base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "model": model, "created": 0}
+            base = {
+                "id": "chatcmpl-scripted",
+                "object": "chat.completion.chunk",
+                "model": model,
+                "created": 0,
+            }
             for piece in pieces:
                 if not piece:
                     continue
-                chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                chunk = {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
             self.wfile.write(f"data: {json.dumps(final)}\n\n".encode())
             if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
                 usage = _completion(model, reply.content, True, body)["usage"]
-                self.wfile.write(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode())
+                self.wfile.write(
+                    f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode()
+                )
             self.wfile.write(b"data: [DONE]\n\n")
 
     return Handler
@@ -175,7 +187,9 @@ if __name__ == "__main__":
 
     server = ScriptedOpenAI()
     if len(sys.argv) > 1:
-        for item in json.loads(open(sys.argv[1]).read()):
+        with open(sys.argv[1]) as handle:
+            script = json.load(handle)
+        for item in script:
             server.add(Reply(**item) if isinstance(item, dict) else str(item))
     server.start()
     print(server.base_url, flush=True)

@@ -18,7 +18,9 @@ def test_kernelspec_is_installed_for_this_interpreter(installed_kernelspec: str)
     assert spec.argv[1:3] == ["-m", "cemcp_kernel.kernel"]
     assert "cemcp" in spec.display_name
     folder = Path(installed_kernelspec)
-    assert {"logo-32x32.png", "logo-64x64.png", "logo-svg.svg"} <= {p.name for p in folder.iterdir()}
+    assert {"logo-32x32.png", "logo-64x64.png", "logo-svg.svg"} <= {
+        p.name for p in folder.iterdir()
+    }
     assert json.loads((folder / "kernel.json").read_text())["interrupt_mode"] == "signal"
 
 
@@ -84,7 +86,11 @@ def test_without_yes_the_code_waits_for_review(start_kernel, kernel_env, workspa
     kernel = start_kernel(kernel_env)
     cell = kernel.run("%%mcp\nCalculate 1 + 1")
     assert cell.status == "ok"
-    views = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o["content"].get("data", {})]
+    views = [
+        o
+        for o in cell.outputs
+        if "application/vnd.jupyter.widget-view+json" in o["content"].get("data", {})
+    ]
     assert len(views) == 1
     assert "calculate('1 + 1')" in views[0]["content"]["data"]["text/plain"]
     assert cell.results() == []
@@ -104,7 +110,9 @@ def test_load_ext_gives_the_magics_in_a_plain_ipython_kernel(
                 outputs.append(msg["content"]["data"]["text/plain"])
 
         client.execute_interactive("%load_ext magics", timeout=60)
-        reply = client.execute_interactive("%%mcp --yes\nCalculate 5 + 3", output_hook=hook, timeout=60)
+        reply = client.execute_interactive(
+            "%%mcp --yes\nCalculate 5 + 3", output_hook=hook, timeout=60
+        )
         assert reply["content"]["status"] == "ok"
         assert outputs == ["8"]
     finally:

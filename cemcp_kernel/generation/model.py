@@ -106,7 +106,9 @@ class ModelGenerator:
                 return await self._stream_once(messages, on_token)
             except openai.BadRequestError as exc:
                 if not self._adjust(str(exc)):
-                    raise GenerationError(f"The model endpoint refused the request: {_message(exc)}") from None
+                    raise GenerationError(
+                        f"The model endpoint refused the request: {_message(exc)}"
+                    ) from None
             except openai.APIError as exc:
                 raise GenerationError(self._explain(exc)) from None
         raise GenerationError("The model endpoint kept refusing the request's parameters.")
@@ -116,7 +118,9 @@ class ModelGenerator:
             model=self.model, messages=messages, **self._params
         )
         if not getattr(response, "choices", None):
-            raise GenerationError(f"The model endpoint sent a reply without choices: {response!r:.300}")
+            raise GenerationError(
+                f"The model endpoint sent a reply without choices: {response!r:.300}"
+            )
         text = response.choices[0].message.content or ""
         usage = response.usage
         if usage is None:
@@ -126,7 +130,9 @@ class ModelGenerator:
     async def _stream_once(
         self, messages: list[dict[str, str]], on_token: TokenCallback
     ) -> tuple[str, tuple[int, int]]:
-        extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if self._stream_usage else {}
+        extra: dict[str, Any] = (
+            {"stream_options": {"include_usage": True}} if self._stream_usage else {}
+        )
         stream = await self.client().chat.completions.create(
             model=self.model, messages=messages, stream=True, **self._params, **extra
         )
@@ -148,7 +154,11 @@ class ModelGenerator:
     def _adjust(self, message: str) -> bool:
         """Change the parameter a 400 complains about; False when there is nothing to change."""
         text = message.lower()
-        if "max_tokens" in text and "max_tokens" in self._params and "max_completion_tokens" in text:
+        if (
+            "max_tokens" in text
+            and "max_tokens" in self._params
+            and "max_completion_tokens" in text
+        ):
             self._params["max_completion_tokens"] = self._params.pop("max_tokens")
             return True
         if "max_completion_tokens" in text and "max_completion_tokens" in self._params:

@@ -44,7 +44,7 @@ class PromptContext:
         for tool in self.tools:
             doc = tool.description.strip() or "(no description)"
             doc = "\n".join(f"    {line}" if line else "" for line in doc.splitlines())
-            blocks.append(f"{tool.import_line}\n{tool.signature}:\n    \"\"\"\n{doc}\n    \"\"\"")
+            blocks.append(f'{tool.import_line}\n{tool.signature}:\n    """\n{doc}\n    """')
         return "\n\n".join(blocks)
 
     def messages(self) -> list[dict[str, str]]:
@@ -58,7 +58,10 @@ class PromptContext:
         for turn in self.history:
             messages.append({"role": "user", "content": turn.request})
             messages.append(
-                {"role": "assistant", "content": f"```python\n{turn.code}\n```\n# result: {turn.result}"}
+                {
+                    "role": "assistant",
+                    "content": f"```python\n{turn.code}\n```\n# result: {turn.result}",
+                }
             )
         messages.append({"role": "user", "content": self.request})
         return messages

@@ -31,8 +31,8 @@ _NUMERIC_TYPES = {"int", "float", "complex", "Decimal"}
 _MAX_LISTED = 200
 
 CAPABILITIES = (
-    "Without a model, cemcp handles arithmetic (\"Calculate 5 + 3\"), a single tool call whose "
-    "arguments are in the request (\"add 5 and 3\", \"get_current_time timezone='UTC'\"), and "
+    'Without a model, cemcp handles arithmetic ("Calculate 5 + 3"), a single tool call whose '
+    'arguments are in the request ("add 5 and 3", "get_current_time timezone=\'UTC\'"), and '
     "listing tools or workspace files."
 )
 
@@ -62,9 +62,7 @@ class RuleGenerator:
 
 
 def _code(code: str, tools: list[ToolSpec] | None = None) -> GeneratedCode:
-    return GeneratedCode(
-        code=code, generator="rules", tools_used=[t.qualname for t in tools or []]
-    )
+    return GeneratedCode(code=code, generator="rules", tools_used=[t.qualname for t in tools or []])
 
 
 def _arithmetic(context: PromptContext) -> GeneratedCode | None:
@@ -76,7 +74,8 @@ def _arithmetic(context: PromptContext) -> GeneratedCode | None:
     if not candidates:
         return None
     expression = " ".join(max(candidates, key=len).split())
-    calculate = next((t for t in context.tools if t.qualname == "calculator.calculate"), None)
+    known = context.tools + context.all_tools
+    calculate = next((t for t in known if t.qualname == "calculator.calculate"), None)
     if calculate is None:
         python = expression.replace("^", "**").replace("×", "*").replace("÷", "/")
         return _code(f"{python}\n")

@@ -234,7 +234,7 @@ class Agent:
             if value is not None:
                 result["value"] = describe(value)
                 self.namespace["_"] = value
-        except BaseException as exc:  # noqa: BLE001 - everything user code raises is a result
+        except BaseException as exc:
             result["error"] = describe_error(exc)
         finally:
             self.current = None
@@ -308,7 +308,7 @@ def describe(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": f"{kind.__module__}.{kind.__qualname__}"}
     try:
         text = repr(value)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         text = f"<unrepresentable {out['type']}: {exc}>"
     out["repr"] = text if len(text) <= REPR_LIMIT else text[:REPR_LIMIT] + "…"
     if _is_plain(value, 0):

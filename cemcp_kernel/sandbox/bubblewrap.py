@@ -121,7 +121,11 @@ def build_command(
             argv += ["--ro-bind", str(folder), f"{LIB}/{target}"]
             # server.json may name credentials for the host's MCP sessions: never show it inside.
             for config in sorted(folder.glob("*/server.json")):
-                argv += ["--ro-bind", "/dev/null", f"{LIB}/{target}/{config.parent.name}/server.json"]
+                argv += [
+                    "--ro-bind",
+                    "/dev/null",
+                    f"{LIB}/{target}/{config.parent.name}/server.json",
+                ]
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     argv += ["--bind", str(settings.workspace_dir), "/workspace", "--chdir", "/workspace"]
     env = {

@@ -57,7 +57,9 @@ async def probe(name: str, settings: Settings) -> BackendReport:
         reason = result.error.evalue if result.error else "the agent gave a wrong answer"
         return BackendReport(name=name, works=False, isolation=cls.isolation, reason=reason)
     boot = (time.perf_counter() - started) * 1000
-    return BackendReport(name=name, works=True, isolation=cls.isolation, reason="boots and runs code", boot_ms=boot)
+    return BackendReport(
+        name=name, works=True, isolation=cls.isolation, reason="boots and runs code", boot_ms=boot
+    )
 
 
 async def probe_all(settings: Settings, refresh: bool = False) -> list[BackendReport]:

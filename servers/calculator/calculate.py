@@ -26,7 +26,9 @@ def calculate(expression: str) -> float:
     Example: calculate("(5 + 3) * 2") -> 16
     """
     try:
-        tree = ast.parse(expression.replace("^", "**").replace("×", "*").replace("÷", "/"), mode="eval")
+        tree = ast.parse(
+            expression.replace("^", "**").replace("×", "*").replace("÷", "/"), mode="eval"
+        )
     except SyntaxError:
         raise ValueError(f"not an arithmetic expression: {expression!r}") from None
     return _evaluate(tree.body)

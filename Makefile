@@ -21,11 +21,12 @@ $(STAMP): pyproject.toml | $(PY)
 
 # The main job: JupyterLab with the cemcp kernel on the first tutorial.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/01_quickstart.ipynb
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_quickstart.ipynb
 
 # The same tutorial, headless: executed by the cemcp kernel and printed as Markdown.
 quickstart: $(STAMP)
-	cd notebooks && ../$(VENV)/bin/jupyter nbconvert --execute --allow-errors --to markdown --stdout 01_quickstart.ipynb
+	cd notebooks && ../$(VENV)/bin/jupyter nbconvert --execute --allow-errors --to markdown --stdout \
+		--NbConvertBase.display_data_priority="['text/plain']" 01_quickstart.ipynb
 
 # The whole test suite: lint, unit and kernel tests, and the tutorials under nbval.
 test: $(STAMP)

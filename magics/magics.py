@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
@@ -16,6 +16,9 @@ from cemcp_kernel.sandbox.results import ExecutionResult
 
 from .args import CellArgs, parse_assignments, parse_cell_args
 from .display import CemcpMessage, Code, Notice, Result, SandboxCodeError
+
+if TYPE_CHECKING:
+    from .review import Review
 
 
 def session_name() -> str:
@@ -31,6 +34,7 @@ class McpMagics(Magics):
         self._engine = engine
         self.session = session_name()
         self.last_plan: Plan | None = None
+        self.last_review: Review | None = None
 
     @property
     def engine(self) -> Engine:
@@ -85,8 +89,8 @@ class McpMagics(Magics):
             return self.run_code(plan.code, args, plan)
         from .review import Review
 
-        review = Review(self, plan, args)
-        display(review)
+        self.last_review = Review(self, plan, args)
+        display(self.last_review)
         return None
 
     def run_code(self, code: str, args: CellArgs, plan: Plan | None = None) -> Any:

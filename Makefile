@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cemcp-installed
+# Extras installed by setup; drop `semantic` for keyword-only selection without torch.
+EXTRAS ?= lab,test,semantic,bench
 
 .PHONY: setup lab quickstart test lint bench clean
 
@@ -13,9 +15,12 @@ setup: $(STAMP)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# With the semantic extra, torch goes first and pinned: a bare torch requirement would pull the
+# CUDA build (gigabytes); 2.13.0 resolves to the CPU wheel.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[lab,test]"
+	$(if $(findstring semantic,$(EXTRAS)),$(PY) -m pip install --quiet torch==2.13.0)
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(PY) -m cemcp_kernel install --sys-prefix
 	touch $(STAMP)
 
@@ -39,6 +44,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/sandbox.py
+	$(PY) bench/retrieval.py
+	$(PY) bench/retrieval.py --synthetic 10000
+	$(PY) bench/tokens.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

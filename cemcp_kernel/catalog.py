@@ -71,6 +71,7 @@ class Problem(BaseModel):
 class Catalog:
     tools: list[ToolSpec] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    key: str = ""  # set by Discovery from the files' content hashes
 
     def get(self, qualname: str) -> ToolSpec | None:
         for tool in self.tools:
@@ -84,6 +85,8 @@ class Catalog:
 
     def fingerprint(self) -> str:
         """Changes whenever any tool changes: keys caches built from the catalog."""
+        if self.key:
+            return self.key
         digest = hashlib.sha256()
         for tool in self.tools:
             digest.update(tool.model_dump_json().encode())
@@ -160,67 +163,85 @@ class _Entry:
 
 
 class Discovery:
-    """Finds tools and skills; remembers parsed files by content hash between calls."""
+    """Finds tools and skills; remembers parsed files by content hash between calls.
+
+    A warm call stats each file and, when no file changed, returns the previous catalog: at ten
+    thousand tools that is a directory scan, not a rebuild.
+    """
 
     def __init__(self, cache_file: Path | None = None) -> None:
         self._cache_file = cache_file
         self._by_path: dict[str, _Entry] = {}
-        self._by_digest: dict[str, list[dict[str, object]]] = {}
-        if cache_file is not None:
-            self._load()
+        self._by_digest: dict[str, list[dict[str, object]]] | None = None  # read on first use
+        self._last: tuple[str, Catalog] | None = None
 
     def discover(self, servers_dir: Path, skills_dir: Path | None = None) -> Catalog:
-        catalog = Catalog()
+        if self._by_digest is None:
+            self._by_digest = self._load()
+        entries: list[_Entry] = []
+        fingerprint = hashlib.sha256()
         changed = False
         for path, module, owner, kind in _tool_files(servers_dir, skills_dir):
             entry, was_parsed = self._entry(path, module, owner, kind)
             changed |= was_parsed
+            entries.append(entry)
+            fingerprint.update(f"{path}\0{entry.digest}\0{entry.problem}\n".encode())
+        if changed:
+            self._save()
+        key = fingerprint.hexdigest()[:16]
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        catalog = Catalog(key=key)
+        for entry in entries:
             catalog.tools += entry.tools
             if entry.problem is not None:
                 catalog.problems.append(entry.problem)
-        if changed:
-            self._save()
         catalog.tools.sort(key=lambda t: (t.kind != "tool", t.server, t.name))
+        self._last = (key, catalog)
         return catalog
 
-    def _entry(self, path: Path, module: str, owner: str, kind: str) -> tuple[_Entry, bool]:
+    def _entry(self, path: str, module: str, owner: str, kind: str) -> tuple[_Entry, bool]:
         try:
-            stat = path.stat()
+            stat = os.stat(path)
         except OSError as exc:
-            return _Entry((0, 0), "", [], Problem(path=str(path), message=str(exc))), False
+            return _Entry((0, 0), "", [], Problem(path=path, message=str(exc))), False
         key = (stat.st_mtime_ns, stat.st_size)
-        cached = self._by_path.get(str(path))
+        cached = self._by_path.get(path)
         if cached is not None and cached.key == key:
             return cached, False
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as handle:
+                raw = handle.read()
         except OSError as exc:
-            return _Entry(key, "", [], Problem(path=str(path), message=str(exc))), False
+            return _Entry(key, "", [], Problem(path=path, message=str(exc))), False
         digest = hashlib.sha256(raw + module.encode()).hexdigest()
         parsed = False
+        assert self._by_digest is not None
         if digest in self._by_digest:
             tools = [ToolSpec.model_validate(t) for t in self._by_digest[digest]]
-            tools = [t.model_copy(update={"path": str(path)}) for t in tools]
+            tools = [t.model_copy(update={"path": path}) for t in tools]
             entry = _Entry(key, digest, tools, None)
         else:
             parsed = True
             try:
-                tools = parse_tool_file(raw.decode("utf-8"), path, module, owner, kind)
+                tools = parse_tool_file(raw.decode("utf-8"), Path(path), module, owner, kind)
                 entry = _Entry(key, digest, tools, None)
                 self._by_digest[digest] = [t.model_dump() for t in tools]
             except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
-                entry = _Entry(key, digest, [], Problem(path=str(path), message=_describe(exc)))
-        self._by_path[str(path)] = entry
+                entry = _Entry(key, digest, [], Problem(path=path, message=_describe(exc)))
+        self._by_path[path] = entry
         return entry, parsed
 
-    def _load(self) -> None:
-        assert self._cache_file is not None
+    def _load(self) -> dict[str, list[dict[str, object]]]:
+        if self._cache_file is None:
+            return {}
         try:
             data = json.loads(self._cache_file.read_text())
         except (OSError, ValueError):
-            return
+            return {}
         if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
-            self._by_digest = dict(data.get("files", {}))
+            return dict(data.get("files", {}))
+        return {}
 
     def _save(self) -> None:
         if self._cache_file is None:
@@ -240,26 +261,38 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[Path, str, str, str]]:
+def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[str, str, str, str]]:
     """(file, import path, server or skill name, kind) for every candidate file, sorted."""
     roots = [(servers_dir, "servers", "tool")]
     if skills_dir is not None:
         roots.append((skills_dir, "skills", "skill"))
     for root, package, kind in roots:
-        if not root.is_dir():
-            continue
-        for folder in sorted(root.iterdir()):
-            if not folder.is_dir() or not _IDENT.match(folder.name) or folder.name.startswith("_"):
+        for folder, folder_path in _listing(str(root), directories=True):
+            if not _IDENT.match(folder) or folder.startswith("_"):
                 continue
-            for path in sorted(folder.glob("*.py")):
-                stem = path.stem
+            for name, path in _listing(folder_path, directories=False):
+                stem = name[:-3]
+                if not name.endswith(".py"):
+                    continue
                 if kind == "tool" and (stem.startswith("_") or not _IDENT.match(stem)):
                     continue
                 if kind == "skill" and stem != "__init__" and stem.startswith("_"):
                     continue
                 module = (
-                    f"{package}.{folder.name}"
-                    if stem == "__init__"
-                    else f"{package}.{folder.name}.{stem}"
+                    f"{package}.{folder}" if stem == "__init__" else f"{package}.{folder}.{stem}"
                 )
-                yield path, module, folder.name, kind
+                yield path, module, folder, kind
+
+
+def _listing(folder: str, directories: bool) -> list[tuple[str, str]]:
+    """Sorted (name, path) of a folder's sub-folders or files; nothing when it cannot be read."""
+    try:
+        with os.scandir(folder) as entries:
+            found = [
+                (e.name, e.path)
+                for e in entries
+                if (e.is_dir() if directories else e.is_file() or e.is_symlink())
+            ]
+    except OSError:
+        return []
+    return sorted(found)

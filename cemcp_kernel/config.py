@@ -76,6 +76,12 @@ class SandboxSettings(_Section):
     microsandbox_api_key: SecretStr | None = None
 
 
+class SelectionSettings(_Section):
+    """How tools are chosen for a request (BM25 always; dense embeddings with the semantic extra)."""
+
+    semantic: bool = True
+
+
 class Settings(_Section):
     """Everything cemcp reads; paths are absolute after loading."""
 
@@ -85,6 +91,7 @@ class Settings(_Section):
     workspace_dir: Path
     review: Literal["ask", "auto"] = "ask"
     top_k: int = Field(5, ge=1, le=50)
+    selection: SelectionSettings = Field(default_factory=SelectionSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 

@@ -6,8 +6,10 @@ from pydantic import BaseModel
 
 from .catalog import Discovery, Problem
 from .config import Settings, load_settings
+from .embeddings import MODEL_NAME
 from .paths import cache_dir
 from .sandbox.probe import BackendReport, run_probe
+from .semantic import SemanticIndexer
 
 
 class DoctorReport(BaseModel):
@@ -17,6 +19,7 @@ class DoctorReport(BaseModel):
     pool_size: int
     limits: dict[str, float]
     model: str
+    selection: str
     catalog_tools: int
     catalog_servers: list[str]
     catalog_problems: list[Problem]
@@ -38,6 +41,7 @@ class DoctorReport(BaseModel):
         limits = ", ".join(f"{k} {v:g}" for k, v in self.limits.items())
         lines.append(f"Pool: {self.pool_size} warm sandboxes; limits per execution: {limits}")
         lines.append(f"Model: {self.model}")
+        lines.append(f"Selection: {self.selection}")
         lines.append(
             f"Catalog: {self.catalog_tools} tools in {len(self.catalog_servers)} servers"
             + (f" ({', '.join(self.catalog_servers)})" if self.catalog_servers else "")
@@ -62,6 +66,7 @@ def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorR
     )
     s = settings.sandbox
     return DoctorReport(
+        selection=selection_summary(settings),
         backends=reports,
         configured_backend=wanted,
         chosen=chosen,
@@ -77,3 +82,11 @@ def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorR
         catalog_servers=catalog.servers,
         catalog_problems=catalog.problems,
     )
+
+
+def selection_summary(settings: Settings) -> str:
+    """Which selection a request will get, found without loading the model (it takes seconds)."""
+    indexer = SemanticIndexer(settings.selection.semantic, None)
+    if indexer.state in ("off", "unavailable"):
+        return f"keyword (BM25): {indexer.reason}"
+    return f"hybrid (BM25 + {MODEL_NAME}); the model loads in the background on first use"

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from .catalog import Catalog, Discovery
 from .config import Settings, load_settings
+from .embeddings import cache_file as embedding_cache_file
 from .errors import GuardrailError
 from .generation import GeneratedCode, Generator, TokenCallback, make_generator
 from .generation.prompt import PromptContext
@@ -37,6 +38,7 @@ from .sandbox.channel import StreamCallback
 from .sandbox.pool import Pool, PoolStatus
 from .sandbox.results import ExecutionResult
 from .selection import Scored, Selector
+from .semantic import SemanticIndexer
 from .session import Record, SessionLog
 
 T = TypeVar("T")
@@ -62,6 +64,7 @@ class Plan(BaseModel):
     session: str
     tools: list[ToolChoice]
     generated: GeneratedCode
+    selection: str = ""  # how the tools were chosen: Selector.mode, or "named by the user"
     findings: list[Finding] = Field(default_factory=list)
     strict: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)
@@ -81,7 +84,14 @@ class Turn(BaseModel):
 
 
 class Engine:
-    def __init__(self, settings: Settings | None = None, *, warm: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        warm: bool = True,
+        semantic: SemanticIndexer | None = None,
+    ) -> None:
+        """``semantic`` replaces the default indexer (e.g. one with its own model loader)."""
         self.settings = settings or load_settings()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -91,6 +101,7 @@ class Engine:
         self._discovery = Discovery(cache_dir() / "catalog.json")
         self._selector: Selector | None = None
         self._selector_key = ""
+        self.semantic = semantic or self._make_semantic()
         self._generator: Generator | None = None
         self._logs: dict[str, SessionLog] = {}
         self._closed = False
@@ -103,6 +114,9 @@ class Engine:
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._submit(coro).result()
+
+    def _make_semantic(self) -> SemanticIndexer:
+        return SemanticIndexer(self.settings.selection.semantic, embedding_cache_file(cache_dir()))
 
     def _make_pool(self, warm: bool) -> Pool:
         self.sandboxes = SandboxFactory(self.settings)
@@ -122,6 +136,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        self.semantic.close()
         try:
             self._submit(self.pool.close()).result(timeout=10)
         except Exception:  # closing must not fail; the processes die with their stdin anyway
@@ -140,7 +155,10 @@ class Engine:
         old = self.settings
         self.settings = old.updated({k.replace("__", "."): v for k, v in overrides.items()})
         self._generator = None
-        self._selector = None
+        if old.selection != self.settings.selection:
+            self.semantic.close()
+            self.semantic = self._make_semantic()
+            self._selector = None
         sandbox_old = old.sandbox.model_dump(exclude={"timeout", "max_output_bytes"})
         sandbox_new = self.settings.sandbox.model_dump(exclude={"timeout", "max_output_bytes"})
         paths_changed = any(
@@ -165,14 +183,26 @@ class Engine:
         return self._discovery.discover(self.settings.servers_dir, self.settings.skills_dir)
 
     def selector(self) -> Selector:
+        """The current catalog's selector, hybrid once its dense index is ready (never waits)."""
         catalog = self.catalog()
         key = catalog.fingerprint()
+        dense = self.semantic.index_for(catalog, key)
         if self._selector is None or key != self._selector_key:
             self._selector, self._selector_key = Selector(catalog), key
+        self._selector.dense = dense
+        self._selector.keyword_reason = "" if dense is not None else self.semantic.reason
         return self._selector
 
+    def wait_semantic(self, timeout: float | None = None) -> str:
+        """Start and wait for the dense index (scripts, benchmarks); returns the selection mode."""
+        self.selector()
+        self.semantic.wait(timeout)
+        return self.selector().mode
+
     def select(self, request: str, tools: list[str] | None = None) -> list[Scored]:
-        selector = self.selector()
+        return self._select(self.selector(), request, tools)
+
+    def _select(self, selector: Selector, request: str, tools: list[str] | None) -> list[Scored]:
         if tools:
             return selector.pick(tools)
         return selector.search(request, self.settings.top_k)
@@ -190,12 +220,16 @@ class Engine:
         tools: list[str] | None = None,
         on_token: TokenCallback | None = None,
         strict: bool = False,
+        values: dict[str, str] | None = None,
     ) -> Plan:
-        """Select tools and generate code for review. Raises GenerationError with a clear message."""
+        """Select tools and generate code for review. Raises GenerationError with a clear message.
+
+        ``values`` are notebook variables already written into the request (name -> literal).
+        """
         started = time.perf_counter()
-        chosen = self.select(request, tools)
-        selected_at = time.perf_counter()
         selector = self.selector()
+        chosen = self._select(selector, request, tools)
+        selected_at = time.perf_counter()
         context = PromptContext(
             request=request,
             tools=[s.tool for s in chosen if s.tool.kind == "tool"],
@@ -203,6 +237,7 @@ class Engine:
             workspace=self._workspace_listing(),
             history=self.log(session).history(),
             all_tools=selector.catalog.tools,
+            values=values or {},
         )
         relay = _Relay(on_token)
         generated = self._wait(
@@ -222,6 +257,7 @@ class Engine:
                 for s in chosen
             ],
             generated=generated,
+            selection="named by the user" if tools else selector.mode,
             findings=check_guardrails(generated.code),
             strict=strict,
             timings_ms={

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cemcp_kernel.config import Settings, load_settings
+from cemcp_kernel.embeddings import Embedder, load_embedder, missing_packages
 from cemcp_kernel.engine import Engine
 
 from .openai_server import ScriptedOpenAI
@@ -51,7 +52,19 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(workspace: Path) -> Settings:
-    return load_settings(ROOT, workspace_dir=str(workspace), sandbox__pool_size=1)
+    """Keyword selection unless a test asks for the model: loading it costs seconds of CPU."""
+    return load_settings(
+        ROOT, workspace_dir=str(workspace), sandbox__pool_size=1, selection__semantic=False
+    )
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real all-MiniLM-L6-v2, loaded once for the whole session (it takes seconds)."""
+    missing = missing_packages()
+    if missing:
+        pytest.skip(f"the semantic extra is not installed ({', '.join(missing)} missing)")
+    return load_embedder()
 
 
 @pytest.fixture
@@ -138,6 +151,7 @@ def kernel_env(workspace: Path, tmp_path: Path) -> dict[str, str]:
             "CEMCP_PROJECT_DIR": str(ROOT),
             "CEMCP_WORKSPACE_DIR": str(workspace),
             "CEMCP_SANDBOX__POOL_SIZE": "1",
+            "CEMCP_SELECTION__SEMANTIC": "false",  # kernels that test selection turn it on
         }
     )
     return env

@@ -16,6 +16,7 @@ from cemcp_kernel.sandbox.results import ExecutionResult
 
 from .args import CellArgs, parse_assignments, parse_cell_args
 from .display import CemcpMessage, Code, Notice, Result, SandboxCodeError
+from .interpolate import InterpolationError, interpolate
 
 if TYPE_CHECKING:
     from .review import Review
@@ -57,6 +58,8 @@ class McpMagics(Magics):
         """Turn a request into code with your MCP tools, review it, run it in the sandbox.
 
         %%mcp [--yes] [--code] [--insert] [--strict] [--timeout S] [--tools a.b,c.d] [-o NAME]
+
+        ``{name}`` in the request stands for the value of the notebook variable ``name``.
         """
         args = parse_cell_args(line)
         if not cell.strip():
@@ -66,10 +69,15 @@ class McpMagics(Magics):
         try:
             if args.code:
                 return self.run_code(cell, args)
+            request = interpolate(cell.strip(), self.shell.user_ns)
             plan = self.engine.plan(
-                cell.strip(), session=self.session, tools=args.tools, strict=args.strict
+                request.text,
+                session=self.session,
+                tools=args.tools,
+                strict=args.strict,
+                values=request.values,
             )
-        except CemcpError as exc:
+        except (CemcpError, InterpolationError) as exc:
             raise CemcpMessage(str(exc)) from None
         self.last_plan = plan
         if plan.blocked:

@@ -118,3 +118,15 @@ def test_load_ext_gives_the_magics_in_a_plain_ipython_kernel(
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=False)
+
+
+def test_the_embedding_model_is_not_imported_at_kernel_start(start_kernel, kernel_env) -> None:
+    kernel = start_kernel({**kernel_env, "CEMCP_SELECTION__SEMANTIC": "true"})
+    cell = kernel.run(
+        "import sys\n"
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'numpy')\n"
+        "('magics' in get_ipython().extension_manager.loaded,"
+        " [m for m in heavy if m in sys.modules])"
+    )
+    assert cell.status == "ok", cell.text()
+    assert cell.results() == ["(True, [])"]  # the engine is up; selection has loaded nothing

@@ -106,6 +106,17 @@ def test_max_tokens_rejected_switches_to_max_completion_tokens(
     assert "max_completion_tokens" in second and "max_tokens" not in second
 
 
+def test_max_completion_tokens_rejected_switches_to_max_tokens(
+    openai_server: ScriptedOpenAI,
+) -> None:
+    openai_server.add(Reply(reject_param="max_completion_tokens"), GOOD)
+    model = ModelSettings(base_url=openai_server.base_url, api_key="k", name="o3-mini")
+    assert asyncio.run(ModelGenerator(model).generate(context())).code == GOOD
+    first, second = (r.body for r in openai_server.requests)
+    assert first["max_completion_tokens"] == 2048 and "max_tokens" not in first
+    assert second["max_tokens"] == 2048 and "max_completion_tokens" not in second
+
+
 def test_azure_deployment_urls(openai_server: ScriptedOpenAI) -> None:
     openai_server.add(GOOD)
     model = ModelSettings(

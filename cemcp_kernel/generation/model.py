@@ -18,6 +18,9 @@ from .extract import check_code, extract_code
 from .prompt import PromptContext
 
 _REPLY_SHOWN = 1500
+# OpenAI's reasoning models take max_completion_tokens only; everything else max_tokens. Either
+# guess is corrected by the endpoint's 400, so a wrong guess costs one request.
+_COMPLETION_TOKENS_MODELS = re.compile(r"^(o\d|gpt-5)", re.I)
 
 
 class ModelGenerator:
@@ -26,7 +29,10 @@ class ModelGenerator:
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
         self._client: Any = None
-        self._params: dict[str, Any] = {"max_tokens": settings.max_tokens}
+        limit = (
+            "max_completion_tokens" if _COMPLETION_TOKENS_MODELS.match(self.model) else "max_tokens"
+        )
+        self._params: dict[str, Any] = {limit: settings.max_tokens}
         if settings.temperature is not None:
             self._params["temperature"] = settings.temperature
         self._stream_usage = True

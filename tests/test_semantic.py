@@ -166,3 +166,10 @@ def test_an_edited_tool_is_embedded_in_the_request_itself(
     index = indexer.index_for(edited, edited.fingerprint())
     assert index is not None and index.matrix.shape[0] == len(TOOLS)
     indexer.close()
+
+
+def test_the_direct_request_path_gives_the_models_own_vectors(embedder: Embedder) -> None:
+    long_request = "summarise " * 400  # beyond the model's 256 tokens: truncated the same way
+    for request in (MEANING_ONLY, long_request):
+        direct = embedder.encode_one(request)
+        assert abs(direct - embedder.encode([request])[0]).max() < 1e-5

@@ -193,12 +193,6 @@ class Engine:
         self._selector.keyword_reason = "" if dense is not None else self.semantic.reason
         return self._selector
 
-    def wait_semantic(self, timeout: float | None = None) -> str:
-        """Start and wait for the dense index (scripts, benchmarks); returns the selection mode."""
-        self.selector()
-        self.semantic.wait(timeout)
-        return self.selector().mode
-
     def select(self, request: str, tools: list[str] | None = None) -> list[Scored]:
         return self._select(self.selector(), request, tools)
 

@@ -44,3 +44,18 @@ def test_explicit_tools_override_and_unknown_ones_are_named() -> None:
     assert [s.tool.qualname for s in selector.pick(["calculator.add"])] == ["calculator.add"]
     with pytest.raises(SelectionError, match=r"nope\.tool"):
         selector.pick(["nope.tool"])
+
+
+def test_skills_are_searchable_next_to_tools(tmp_path) -> None:
+    skill = tmp_path / "skills" / "quarterly_report"
+    skill.mkdir(parents=True)
+    (skill / "__init__.py").write_text(
+        "def quarterly_report(year: int, quarter: int) -> str:\n"
+        '    """Build the revenue report of one quarter as Markdown."""\n'
+    )
+    selector = Selector(Discovery().discover(ROOT / "servers", tmp_path / "skills"))
+    best = selector.search("write the revenue report for the second quarter")[0].tool
+    assert (best.kind, best.import_line) == (
+        "skill",
+        "from skills.quarterly_report import quarterly_report",
+    )

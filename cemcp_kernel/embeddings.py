@@ -204,13 +204,21 @@ class DenseIndex:
         return self.embedder.name
 
     @classmethod
-    def build(cls, embedder: Embedder, tools: list[ToolSpec], cache: EmbeddingCache) -> DenseIndex:
+    def build(
+        cls,
+        embedder: Embedder,
+        tools: list[ToolSpec],
+        cache: EmbeddingCache,
+        encode: Callable[[list[str]], Any] | None = None,
+    ) -> DenseIndex:
+        """The index of these tools; ``encode`` (default: the embedder's) embeds cache misses."""
         import numpy as np
 
         if not tools:
             return cls(embedder, np.zeros((0, 0), dtype=np.float32))
-        described = cache.lookup([description_text(t) for t in tools], embedder.encode)
-        named = cache.lookup([name_text(t) for t in tools], embedder.encode)
+        encode = encode or embedder.encode
+        described = cache.lookup([description_text(t) for t in tools], encode)
+        named = cache.lookup([name_text(t) for t in tools], encode)
         matrix = (1 - NAME_WEIGHT) * np.stack(described) + NAME_WEIGHT * np.stack(named)
         return cls(embedder, np.ascontiguousarray(matrix, dtype=np.float32))
 

@@ -14,7 +14,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .catalog import Catalog
 from .embeddings import (
@@ -28,6 +28,11 @@ from .embeddings import (
     name_text,
 )
 
+
+class _Closed(Exception):
+    """The engine closed while the catalog was being embedded."""
+
+
 State = Literal["off", "unavailable", "idle", "loading", "ready", "failed"]
 # A catalog with at most this many tools not embedded yet is embedded in the request itself
 # (tens of milliseconds), so that editing one tool file does not fall back to BM25.
@@ -35,6 +40,8 @@ INLINE_LIMIT = 16
 
 
 class SemanticIndexer:
+    """The engine's dense index: model loading, catalog embedding, and why it is not ready."""
+
     def __init__(
         self,
         enabled: bool,
@@ -52,6 +59,7 @@ class SemanticIndexer:
         self._index: DenseIndex | None = None
         self._index_key = ""
         self._building = ""
+        self._closed = False
         self.error = ""
         self.missing = missing_packages() if enabled else []
         self.state: State = "off" if not enabled else "unavailable" if self.missing else "idle"
@@ -74,7 +82,7 @@ class SemanticIndexer:
     def index_for(self, catalog: Catalog, key: str) -> DenseIndex | None:
         """The catalog's dense index when ready; otherwise start what is missing, return None."""
         with self._lock:
-            if self.state in ("off", "unavailable", "failed"):
+            if self._closed or self.state in ("off", "unavailable", "failed"):
                 return None
             if self._index is not None and key == self._index_key:
                 return self._index
@@ -101,6 +109,8 @@ class SemanticIndexer:
         return self._index is not None and not self._building
 
     def close(self) -> None:
+        """Stop between batches: a closing kernel must not wait minutes for a large catalog."""
+        self._closed = True
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -115,10 +125,13 @@ class SemanticIndexer:
     def _work(self, catalog: Catalog, key: str, load: bool) -> None:
         try:
             if load:
-                self._embedder = self._load()
-                self._cache = EmbeddingCache(self._cache_path, self._embedder.name)
-                self.state = "ready"
+                embedder = self._load()
+                cache = EmbeddingCache(self._cache_path, embedder.name)
+                with self._lock:
+                    self._embedder, self._cache, self.state = embedder, cache, "ready"
             self._build(catalog, key)
+        except _Closed:
+            pass
         except Exception as exc:  # any failure of an optional extra leaves BM25 working
             with self._lock:
                 self.state, self.error = "failed", f"{type(exc).__name__}: {exc}"
@@ -128,9 +141,18 @@ class SemanticIndexer:
                     self._building = ""
 
     def _build(self, catalog: Catalog, key: str) -> None:
-        assert self._embedder is not None and self._cache is not None
+        embedder, cache = self._embedder, self._cache
+        assert embedder is not None and cache is not None
+
+        def encode(texts: list[str]) -> Any:
+            if self._closed:
+                raise _Closed
+            return embedder.encode(texts)
+
         with self._build_lock:
-            index = DenseIndex.build(self._embedder, catalog.tools, self._cache)
-            self._cache.save()
+            try:
+                index = DenseIndex.build(embedder, catalog.tools, cache, encode)
+            finally:
+                cache.save()  # what was embedded is kept, even when stopped half-way
         with self._lock:
             self._index, self._index_key = index, key

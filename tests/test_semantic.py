@@ -173,3 +173,21 @@ def test_the_direct_request_path_gives_the_models_own_vectors(embedder: Embedder
     for request in (MEANING_ONLY, long_request):
         direct = embedder.encode_one(request)
         assert abs(direct - embedder.encode([request])[0]).max() < 1e-5
+
+
+def test_closing_stops_before_embedding_more(embedder: Embedder, tmp_path: Path) -> None:
+    gate = threading.Event()
+    counting = CountingEmbedder(embedder)
+
+    def slow_load() -> Embedder:
+        gate.wait(60)
+        return counting
+
+    indexer = SemanticIndexer(True, tmp_path / "cache.npz", load=slow_load)
+    catalog = Discovery().discover(write_tools(tmp_path), None)
+    assert indexer.index_for(catalog, catalog.fingerprint()) is None
+    indexer.close()  # the engine closes while the model is still loading
+    gate.set()
+    assert not indexer.wait(60)
+    assert counting.texts == [] and indexer.state == "ready"
+    assert indexer.index_for(catalog, catalog.fingerprint()) is None

@@ -302,11 +302,20 @@ class Engine:
         sandbox = await self.pool.lease(session)
         limit = self.settings.sandbox.timeout if timeout is None else timeout
         result = await sandbox.execute(code, timeout=limit, on_stream=on_stream)
-        if (result.error is not None and result.error.kind in _REPLACEABLE) or not sandbox.alive:
+        reason = None
+        if result.error is not None and result.error.kind in _REPLACEABLE:
+            reason = {"timeout": "time limit", "limit": "resource limit"}.get(
+                result.error.kind, "the sandbox stopped"
+            )
+        elif result.strays:
+            reason = f"the code left {result.strays} process(es) running"
+        elif not sandbox.alive:
+            reason = "the sandbox stopped"
+        if reason is not None:
             await self.pool.discard(session)
             result.notices.append(
-                "This session now has a fresh sandbox: variables from earlier cells are gone; "
-                "files in /workspace are kept."
+                f"This session now has a fresh sandbox ({reason}): variables from earlier "
+                "cells are gone; files in /workspace are kept."
             )
         if result.truncated_chars:
             result.notices.append(

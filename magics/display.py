@@ -120,9 +120,12 @@ class SandboxCodeError(Exception):
         self.error = error
 
     def _render_traceback_(self) -> list[str]:
-        if self.error.kind != "user" or not self.error.traceback:
-            return [f"{self.error.ename}: {self.error.evalue}"]
-        return self.error.traceback.rstrip("\n").splitlines()
+        error = self.error
+        if error.kind == "interrupted" and error.traceback:
+            return [*error.traceback.rstrip("\n").splitlines()[:-1], "KeyboardInterrupt"]
+        if error.kind != "user" or not error.traceback:
+            return [f"{error.ename}: {error.evalue}" if error.evalue else error.ename]
+        return error.traceback.rstrip("\n").splitlines()
 
 
 class CemcpMessage(Exception):

@@ -56,8 +56,11 @@ class _Channel:
         self._in = os.fdopen(fd_in, "rb", buffering=0)
         self._out = fd_out
         self._lock = threading.Lock()
+        self.pid = os.getpid()
 
     def send(self, message: dict[str, Any]) -> None:
+        if os.getpid() != self.pid:
+            return  # a process forked by user code must not speak for the agent
         body = json.dumps(message, ensure_ascii=False, default=str).encode("utf-8")
         frame = HEADER.pack(len(body)) + body
         with self._lock:
@@ -156,6 +159,7 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cells = itertools.count(1)
         self._flush_lock = threading.RLock()
+        self._baseline = _live_pids()
 
     # --- threads -------------------------------------------------------------------------------
 
@@ -234,11 +238,16 @@ class Agent:
             if value is not None:
                 result["value"] = describe(value)
                 self.namespace["_"] = value
-        except BaseException as exc:
+        except BaseException as exc:  # everything user code raises is a result
             result["error"] = describe_error(exc)
         finally:
             self.current = None
+        if os.getpid() != self.channel.pid:
+            os._exit(0)  # user code forked and the child fell through to here: it ends now
         result["duration_ms"] = (time.perf_counter() - started) * 1000
+        strays = _live_pids() - self._baseline - {os.getpid()}
+        if strays:
+            result["strays"] = len(strays)
         if execution.dropped:
             result["truncated"] = execution.dropped
         with self._flush_lock:
@@ -335,20 +344,18 @@ def _is_plain(value: Any, depth: int) -> bool:
 
 def describe_error(exc: BaseException) -> dict[str, Any]:
     """The exception with a traceback of the user's code only (agent frames removed)."""
-    tb = exc.__traceback__
     here = os.path.abspath(__file__)
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
-        tb = tb.tb_next
-    lines = traceback.format_exception(type(exc), exc, tb)
-    error = {
+    report = traceback.TracebackException.from_exception(exc)
+    frames = [f for f in report.stack if os.path.abspath(f.filename) != here]
+    report.stack = traceback.StackSummary.from_list(frames)
+    error: dict[str, Any] = {
         "ename": type(exc).__name__,
         "evalue": str(exc),
-        "traceback": "".join(lines),
+        "traceback": "".join(report.format()),
     }
     if isinstance(exc, SyntaxError):
         error["lineno"] = exc.lineno
     else:
-        frames = traceback.extract_tb(tb) if tb is not None else []
         cells = [f for f in frames if f.filename.startswith("<cell ")]
         if cells:
             error["lineno"] = cells[-1].lineno
@@ -365,6 +372,22 @@ def call_tool(
     if _agent is None:
         raise ToolError("call_tool works only inside a cemcp sandbox", server, tool)
     return _agent.call_tool(server, tool, dict(arguments or {}), timeout)
+
+
+def _live_pids() -> set[int]:
+    """Processes this agent can see that are not zombies: its own and those user code started."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            pids.add(int(entry))
+    return pids
 
 
 def _set_limits(memory_mb: int, max_processes: int, max_file_mb: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -16,7 +17,8 @@ import sys
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import SandboxUnavailable
+from ..errors import SandboxError, SandboxUnavailable
+from . import cgroups
 from .backend import AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
@@ -143,6 +145,20 @@ def build_command(
     return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
 
 
+def _read_child_pid(fd: int) -> int:
+    """The host pid of the sandbox's first process, from bwrap's --info-fd JSON."""
+    data = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise SandboxError(f"bubblewrap did not report its sandbox process: {data!r}")
+        data += chunk
+        try:
+            return int(json.loads(data)["child-pid"])
+        except (ValueError, KeyError):
+            continue
+
+
 def _memfd(data: bytes) -> int:
     """An anonymous in-memory file holding ``data``, positioned at its start."""
     fd = os.memfd_create("cemcp", 0)
@@ -161,16 +177,37 @@ class BubblewrapSandbox(AgentSandbox):
         self._proc: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr = bytearray()
+        self._cgroup: cgroups.Cgroup | None = None
+
+    def _make_cgroup(self, support: cgroups.Support) -> cgroups.Cgroup:
+        limits = self.limits
+        # tmpfs pages written in /tmp are charged to the sandbox too.
+        memory = (limits.memory_mb + limits.tmp_size_mb + 64) * 1024 * 1024
+        return cgroups.Cgroup(support, self.id, limits.max_processes + 8, memory)
+
+    def memory_exceeded(self) -> bool:
+        return self._cgroup is not None and self._cgroup.oom_kills() > 0
 
     async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:
         bwrap = find_bwrap()
+        support = cgroups.detect()
         fds: list[int] = []
+        ours: list[int] = []
         try:
             data_fds = {}
             for target, content in identity_files().items():
                 data_fds[target] = _memfd(content)
                 fds.append(data_fds[target])
             options, command = build_command(self.settings, self.agent_args(), data_fds)
+            if support is not None:
+                # bwrap reports the sandbox's first process on --info-fd and waits on
+                # --block-fd until it is in its cgroup, before anything inside can fork.
+                info_read, info_write = os.pipe()
+                block_read, block_write = os.pipe()
+                fds += [info_write, block_read]
+                ours += [info_read, block_write]
+                options += ["--info-fd", str(info_write), "--block-fd", str(block_read)]
+                self._cgroup = self._make_cgroup(support)
             # bwrap stays as pid 1 inside the sandbox, where /proc/1 shows its command line and
             # environment: give it neither (options through a descriptor, empty environment).
             args_fd = _memfd(b"".join(a.encode() + b"\0" for a in options))
@@ -188,8 +225,15 @@ class BubblewrapSandbox(AgentSandbox):
                 start_new_session=True,  # Jupyter's SIGINT to the kernel's group must not reach it
                 pass_fds=fds,
             )
-        finally:
             for fd in fds:
+                os.close(fd)
+            fds = []
+            if self._cgroup is not None:
+                child = await asyncio.to_thread(_read_child_pid, ours[0])
+                self._cgroup.add(child)
+                os.write(ours[1], b"1")
+        finally:
+            for fd in fds + ours:
                 os.close(fd)
         proc = self._proc
         assert proc.stdin is not None
@@ -232,6 +276,9 @@ class BubblewrapSandbox(AgentSandbox):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
+        if self._cgroup is not None:
+            cgroup, self._cgroup = self._cgroup, None
+            await asyncio.to_thread(cgroup.remove)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -47,6 +47,7 @@ class ExecutionResult(BaseModel):
     error: ErrorInfo | None = None
     duration_ms: float = 0.0
     truncated_chars: int = 0
+    strays: int = 0  # processes the code left running
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list)
     sandbox: str = ""
@@ -66,6 +67,7 @@ class ExecutionResult(BaseModel):
             error=ErrorInfo(**error) if error else None,
             duration_ms=float(message.get("duration_ms", 0.0)),
             truncated_chars=int(message.get("truncated", 0)),
+            strays=int(message.get("strays", 0)),
         )
 
     def summary(self, limit: int = 300) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import queue
+import stat
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -374,11 +375,15 @@ class Engine:
 
 
 def _describe_path(path: Path, root: Path) -> str:
+    """One listing line; symlinks are not followed (the sandbox may point them at host files)."""
     name = "/workspace/" + str(path.relative_to(root))
     try:
-        return f"{name}/" if path.is_dir() else f"{name} ({path.stat().st_size:,} bytes)"
+        info = path.lstat()
     except OSError:
         return name
+    if stat.S_ISLNK(info.st_mode):
+        return f"{name} (symlink)"
+    return f"{name}/" if stat.S_ISDIR(info.st_mode) else f"{name} ({info.st_size:,} bytes)"
 
 
 class _Relay:

@@ -118,8 +118,9 @@ class KernelSession:
         return int(self.manager.provisioner.pid)  # type: ignore[union-attr]
 
     def shutdown(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=False)
+        if self.manager.has_kernel:
+            self.client.stop_channels()
+            self.manager.shutdown_kernel(now=False)
 
 
 @pytest.fixture(scope="session")

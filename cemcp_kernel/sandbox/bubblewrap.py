@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
 from . import cgroups
-from .backend import AgentSandbox
+from .backend import READY_TIMEOUT_S, AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
@@ -130,6 +130,7 @@ def build_command(
                 ]
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     argv += ["--bind", str(settings.workspace_dir), "/workspace", "--chdir", "/workspace"]
+    argv += ["--remount-ro", "/"]  # the root tmpfs holding the mount points: nothing to write there
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -145,10 +146,23 @@ def build_command(
     return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
 
 
-def _read_child_pid(fd: int) -> int:
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _read_child_pid(fd: int) -> int:
     """The host pid of the sandbox's first process, from bwrap's --info-fd JSON."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
     data = b""
     while True:
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _resolve, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
         chunk = os.read(fd, 4096)
         if not chunk:
             raise SandboxError(f"bubblewrap did not report its sandbox process: {data!r}")
@@ -229,7 +243,7 @@ class BubblewrapSandbox(AgentSandbox):
                 os.close(fd)
             fds = []
             if self._cgroup is not None:
-                child = await asyncio.to_thread(_read_child_pid, ours[0])
+                child = await asyncio.wait_for(_read_child_pid(ours[0]), READY_TIMEOUT_S)
                 self._cgroup.add(child)
                 os.write(ours[1], b"1")
         finally:
@@ -272,15 +286,19 @@ class BubblewrapSandbox(AgentSandbox):
 
     async def _terminate(self) -> None:
         proc = self._proc
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+        if proc is not None:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+            if proc.stdin is not None:
+                proc.stdin.close()
+        if self._tasks:
+            # The pumps end at EOF once the sandbox's last process is gone; that closes the pipes.
+            _, stuck = await asyncio.wait(self._tasks, timeout=2)
+            for task in stuck:
+                task.cancel()
+            await asyncio.gather(*stuck, return_exceptions=True)
         if self._cgroup is not None:
             cgroup, self._cgroup = self._cgroup, None
             await asyncio.to_thread(cgroup.remove)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cemcp_kernel.sandbox.results import ErrorInfo, Value
+if TYPE_CHECKING:
+    from cemcp_kernel.sandbox.results import ErrorInfo, Value
 
 MAX_TABLE_ROWS = 50
 Bundle = tuple[dict[str, Any], dict[str, Any]]

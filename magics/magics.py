@@ -1,23 +1,30 @@
-"""``%%mcp`` and friends: a thin layer that parses flags, calls the engine and displays results."""
+"""``%%mcp`` and friends: a thin layer that parses flags, calls the engine and displays results.
+
+Loading this module must stay cheap: it runs on the kernel's start path. The engine (pydantic
+models, the sandbox pool) is imported and built on a background thread that the first cell
+waits for, so the kernel answers ``kernel_info_request`` without waiting for cemcp.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from cemcp_kernel.engine import Engine, Plan
 from cemcp_kernel.errors import CemcpError
-from cemcp_kernel.sandbox.results import ExecutionResult
 
-from .args import CellArgs, parse_assignments, parse_cell_args
 from .display import CemcpMessage, Code, Notice, Result, SandboxCodeError
 
 if TYPE_CHECKING:
+    from cemcp_kernel.engine import Engine, Plan
+    from cemcp_kernel.sandbox.results import ExecutionResult
+
+    from .args import CellArgs
     from .review import Review
 
 
@@ -32,20 +39,45 @@ class McpMagics(Magics):
     def __init__(self, shell: Any, engine: Engine | None = None) -> None:
         super().__init__(shell)
         self._engine = engine
+        self._starting: threading.Thread | None = None
+        self._start_error: Exception | None = None
         self.session = session_name()
         self.last_plan: Plan | None = None
         self.last_review: Review | None = None
 
+    def start_engine(self) -> None:
+        """Import and build the engine on a background thread; its sandboxes warm up after."""
+        if self._engine is None and self._starting is None:
+            self._starting = threading.Thread(target=self._build_engine, name="cemcp-start")
+            self._starting.start()
+
+    def _build_engine(self) -> None:
+        from cemcp_kernel.engine import Engine
+
+        try:
+            self._engine = Engine()
+        except Exception as exc:  # reported by the first cell that needs the engine
+            self._start_error = exc
+
     @property
     def engine(self) -> Engine:
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
         if self._engine is None:
-            try:
-                self._engine = Engine()
-            except CemcpError as exc:
-                raise CemcpMessage(str(exc)) from None
+            error, self._start_error = self._start_error, None
+            if error is None:
+                self._build_engine()
+                error, self._start_error = self._start_error, None
+            if error is not None:
+                raise CemcpMessage(str(error)) from None
+        assert self._engine is not None
         return self._engine
 
     def close(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
         if self._engine is not None:
             self._engine.close()
             self._engine = None
@@ -58,6 +90,8 @@ class McpMagics(Magics):
 
         %%mcp [--yes] [--code] [--insert] [--strict] [--timeout S] [--tools a.b,c.d] [-o NAME]
         """
+        from .args import parse_cell_args
+
         args = parse_cell_args(line)
         if not cell.strip():
             raise CemcpMessage(
@@ -120,6 +154,8 @@ class McpMagics(Magics):
     @line_magic
     def mcp_config(self, line: str) -> Any:
         """Show settings, or change them: %mcp_config model.name=gpt-4o sandbox.timeout=30"""
+        from .args import parse_assignments
+
         pairs = parse_assignments(line)
         try:
             settings = self.engine.configure(**pairs) if pairs else self.engine.settings

@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[lab,test]"
 	$(PY) -m cemcp_kernel install --sys-prefix
+	$(PY) -m cemcp_kernel sandbox-packages
 	touch $(STAMP)
 
 # The main job: JupyterLab with the cemcp kernel on the first tutorial.

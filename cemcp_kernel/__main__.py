@@ -54,6 +54,19 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sandbox_packages(args: argparse.Namespace) -> int:
+    from .config import load_settings
+    from .sandbox import packages
+
+    settings = load_settings()
+    folder = packages.install(settings)
+    if folder is None:
+        print("No sandbox packages are configured (sandbox.packages).")
+    else:
+        print(f"Sandbox packages {', '.join(settings.sandbox.packages)} are in {folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m cemcp_kernel", description="cemcp: code execution with MCP"
@@ -73,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable report")
     doctor.set_defaults(func=_doctor)
+
+    packages = commands.add_parser(
+        "sandbox-packages", help="install the packages of sandbox.packages for code in the sandbox"
+    )
+    packages.set_defaults(func=_sandbox_packages)
 
     run = commands.add_parser(
         "run", help="run one request (or --code) in a sandbox and print the result"

@@ -71,6 +71,7 @@ class SandboxSettings(_Section):
     max_processes: int = Field(64, ge=4)
     max_output_bytes: int = Field(1_000_000, ge=1024)
     tmp_size_mb: int = Field(256, ge=1)
+    packages: list[str] = Field(default_factory=list)  # importable inside, e.g. ["pandas"]
     image: str = "python"
     microsandbox_url: str | None = None
     microsandbox_api_key: SecretStr | None = None

@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from .catalog import Discovery, Problem
 from .config import Settings, load_settings
 from .paths import cache_dir
+from .sandbox import cgroups, packages
 from .sandbox.probe import BackendReport, run_probe
 
 
@@ -15,7 +16,9 @@ class DoctorReport(BaseModel):
     configured_backend: str
     chosen: str | None
     pool_size: int
-    limits: dict[str, float]
+    limits: dict[str, float | int]
+    enforcement: str
+    sandbox_packages: str
     model: str
     catalog_tools: int
     catalog_servers: list[str]
@@ -35,8 +38,10 @@ class DoctorReport(BaseModel):
                 lines.append(f"      why not: {b.reason}")
         chosen = self.chosen or "none: cemcp cannot run code on this host"
         lines.append(f"Chosen ({self.configured_backend}): {chosen}")
-        limits = ", ".join(f"{k} {v:g}" for k, v in self.limits.items())
+        limits = ", ".join(f"{k} {v:,}" for k, v in self.limits.items())
         lines.append(f"Pool: {self.pool_size} warm sandboxes; limits per execution: {limits}")
+        lines.append(f"Limits enforced by: {self.enforcement}")
+        lines.append(f"Sandbox packages: {self.sandbox_packages}")
         lines.append(f"Model: {self.model}")
         lines.append(
             f"Catalog: {self.catalog_tools} tools in {len(self.catalog_servers)} servers"
@@ -45,6 +50,13 @@ class DoctorReport(BaseModel):
         for problem in self.catalog_problems:
             lines.append(f"  broken tool file {problem.path}: {problem.message}")
         return "\n".join(lines)
+
+
+def _packages(settings: Settings) -> str:
+    wanted = ", ".join(settings.sandbox.packages) or "none configured"
+    if packages.missing(settings):
+        return f"{wanted}: NOT installed, run `python -m cemcp_kernel sandbox-packages`"
+    return wanted
 
 
 def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorReport:
@@ -72,6 +84,8 @@ def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorR
             "max_processes": s.max_processes,
             "max_output_bytes": s.max_output_bytes,
         },
+        enforcement=cgroups.describe(),
+        sandbox_packages=_packages(settings),
         model=settings.model.endpoint,
         catalog_tools=len(catalog.tools),
         catalog_servers=catalog.servers,

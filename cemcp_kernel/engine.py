@@ -32,7 +32,7 @@ from .generation.prompt import PromptContext
 from .guardrails import Finding, blocking
 from .guardrails import check as check_guardrails
 from .paths import cache_dir
-from .sandbox import SandboxFactory
+from .sandbox import SandboxFactory, packages
 from .sandbox.backend import INTERRUPT_GRACE_S
 from .sandbox.channel import StreamCallback
 from .sandbox.pool import Pool, PoolStatus
@@ -317,6 +317,12 @@ class Engine:
             result.notices.append(
                 f"This session now has a fresh sandbox ({reason}): variables from earlier "
                 "cells are gone; files in /workspace are kept."
+            )
+        missing = packages.missing(self.settings)
+        if missing and result.error is not None and result.error.ename == "ModuleNotFoundError":
+            result.notices.append(
+                f"The sandbox packages {', '.join(missing)} are not installed yet: run "
+                "`python -m cemcp_kernel sandbox-packages`."
             )
         if result.truncated_chars:
             result.notices.append(

@@ -175,9 +175,14 @@ class McpMagics(Magics):
         engine = self.engine
         pool = engine.pool_status()
         catalog = engine.catalog()
+        from cemcp_kernel.sandbox import backend_class, cgroups
+
+        chosen = engine.sandboxes.backend
+        isolation = backend_class(chosen).isolation if chosen else "not chosen yet"
         lines = [
-            f"sandbox backend: {engine.sandboxes.backend or 'not chosen yet'}"
-            f" (configured: {engine.settings.sandbox.backend})",
+            f"sandbox backend: {chosen or 'not chosen yet'}"
+            f" (configured: {engine.settings.sandbox.backend}): {isolation}",
+            f"limits: {cgroups.describe()}",
             f"pool: {pool.warm} warm, {pool.leased} leased, {pool.starting} starting (size {pool.size})",
             f"model: {engine.settings.model.endpoint}",
             f"catalog: {len(catalog.tools)} tools in {len(catalog.servers)} servers"

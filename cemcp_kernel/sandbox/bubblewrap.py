@@ -18,15 +18,16 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
-from . import cgroups
+from . import cgroups, packages
 from .backend import READY_TIMEOUT_S, AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
 LIB = "/opt/cemcp/lib"
+SITE = "/opt/cemcp/site"
 SANDBOX_UID = 1000
 _SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts")
 _STDERR_TAIL = 4000
 
 
@@ -58,9 +59,9 @@ def interpreter_mounts() -> tuple[list[str], str, dict[str, str]]:
         prefix = Path("/opt/python")
         args += ["--ro-bind", str(base), str(prefix)]
         env["LD_LIBRARY_PATH"] = f"{prefix}/lib"
-    for packages in ("site-packages", "dist-packages"):
-        if (base / "lib" / name / packages).is_dir():
-            args += ["--tmpfs", f"{prefix}/lib/{name}/{packages}"]
+    for folder in ("site-packages", "dist-packages"):
+        if (base / "lib" / name / folder).is_dir():
+            args += ["--tmpfs", f"{prefix}/lib/{name}/{folder}"]
     if (Path("/usr/lib/python3/dist-packages")).is_dir():
         args += ["--tmpfs", "/usr/lib/python3/dist-packages"]
     return args, f"{prefix}/bin/{name}", env
@@ -118,6 +119,11 @@ def build_command(
     python_args, python, python_env = interpreter_mounts()
     argv += python_args
     argv += ["--dir", LIB, "--ro-bind", str(AGENT_SOURCE), f"{LIB}/cemcp_sandbox.py"]
+    paths = [LIB]
+    site = packages.site_dir(settings)
+    if site is not None and not packages.missing(settings):
+        argv += ["--ro-bind", str(site), SITE]
+        paths.append(SITE)
     for folder, target in ((settings.servers_dir, "servers"), (settings.skills_dir, "skills")):
         if folder.is_dir():
             argv += ["--ro-bind", str(folder), f"{LIB}/{target}"]
@@ -139,11 +145,17 @@ def build_command(
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
+        # One thread per numeric library: thread pools sized to the host's cores would exhaust
+        # the sandbox's process limit on a large machine.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
         **python_env,
     }
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
+    path_args = [arg for path in paths for arg in ("--path", path)]
+    return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", *path_args, *agent_args]
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -124,12 +124,17 @@ class Engine:
             return
         self._closed = True
         try:
-            self._submit(self.pool.close()).result(timeout=10)
+            self._submit(self._aclose()).result(timeout=10)
         except Exception:  # closing must not fail; the processes die with their stdin anyway
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+
+    async def _aclose(self) -> None:
+        if self._generator is not None:
+            await self._generator.aclose()
+        await self.pool.close()
 
     # --- configuration -------------------------------------------------------------------------
 
@@ -140,6 +145,8 @@ class Engine:
         """
         old = self.settings
         self.settings = old.updated({k.replace("__", "."): v for k, v in overrides.items()})
+        if self._generator is not None:
+            self._submit(self._generator.aclose())
         self._generator = None
         self._selector = None
         sandbox_old = old.sandbox.model_dump(exclude={"timeout", "max_output_bytes"})

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import base64
 import builtins
 import io
 import itertools
@@ -38,6 +39,7 @@ MAX_FRAME = 64 * 1024 * 1024
 HEADER = struct.Struct(">I")
 JSON_VALUE_LIMIT = 2_000_000
 REPR_LIMIT = 4000
+TABLE_ROWS = 1000  # rows of a table sent to the host; the rest stays in the sandbox
 
 
 class ToolError(Exception):
@@ -233,6 +235,7 @@ class Agent:
         result: dict[str, Any] = {"type": "result", "id": execution.id}
         started = time.perf_counter()
         self.current = execution
+        value = None
         try:
             value = self._run(str(request.get("code", "")))
             if value is not None:
@@ -242,6 +245,9 @@ class Agent:
             result["error"] = describe_error(exc)
         finally:
             self.current = None
+        figures = _new_figures(shown=value)
+        if figures:
+            result["images"] = figures
         if os.getpid() != self.channel.pid:
             os._exit(0)  # user code forked and the child fell through to here: it ends now
         result["duration_ms"] = (time.perf_counter() - started) * 1000
@@ -312,7 +318,8 @@ class Agent:
 
 
 def describe(value: Any) -> dict[str, Any]:
-    """A value as the host can render it: JSON when it is plain data, always a bounded repr."""
+    """A value as the host can render it: a table for records and DataFrames (the first rows
+    only, with the total), a PNG for images, JSON for other plain data, always a bounded repr."""
     kind = type(value)
     out: dict[str, Any] = {"type": f"{kind.__module__}.{kind.__qualname__}"}
     try:
@@ -320,6 +327,14 @@ def describe(value: Any) -> dict[str, Any]:
     except Exception as exc:
         text = f"<unrepresentable {out['type']}: {exc}>"
     out["repr"] = text if len(text) <= REPR_LIMIT else text[:REPR_LIMIT] + "…"
+    table = _table(value)
+    if table is not None:
+        out["table"] = table
+        return out
+    png = _png(value)
+    if png is not None:
+        out["png"] = png
+        return out
     if _is_plain(value, 0):
         try:
             encoded = json.dumps(value, allow_nan=False)
@@ -328,6 +343,75 @@ def describe(value: Any) -> dict[str, Any]:
         if encoded and len(encoded) <= JSON_VALUE_LIMIT:
             out["data"] = value
     return out
+
+
+def _table(value: Any) -> dict[str, Any] | None:
+    """Columns, the first TABLE_ROWS rows as lists, and the total row count."""
+    module = type(value).__module__.split(".")[0]
+    if module == "pandas" and hasattr(value, "to_frame") and not hasattr(value, "columns"):
+        value = value.to_frame()  # a Series
+    if module == "pandas" and hasattr(value, "columns") and hasattr(value, "to_json"):
+        head = value.head(TABLE_ROWS)
+        if not _plain_index(head):
+            head = head.reset_index()
+        split = json.loads(head.to_json(orient="split", date_format="iso", default_handler=str))
+        columns = [str(c) for c in split["columns"]]
+        return {"columns": columns, "rows": split["data"], "total": len(value)}
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(row, dict) for row in value[:TABLE_ROWS])
+        and _is_plain(value[:TABLE_ROWS], 0)
+    ):
+        columns: list[str] = []
+        for row in value[:TABLE_ROWS]:
+            columns += [str(c) for c in row if str(c) not in columns]
+        rows = [[row.get(c) for c in columns] for row in value[:TABLE_ROWS]]
+        return {"columns": columns, "rows": rows, "total": len(value)}
+    return None
+
+
+def _plain_index(frame: Any) -> bool:
+    index = frame.index
+    return type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1
+
+
+def _png(value: Any) -> str | None:
+    """Base64 PNG of an image-like value (matplotlib figures, anything with _repr_png_)."""
+    data = None
+    if type(value).__module__.startswith("matplotlib") and hasattr(value, "savefig"):
+        data = _figure_png(value)
+    elif hasattr(value, "_repr_png_") and not isinstance(value, type):
+        try:
+            data = value._repr_png_()
+        except Exception:
+            data = None
+    return base64.b64encode(data).decode("ascii") if isinstance(data, bytes) else None
+
+
+def _figure_png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _new_figures(shown: Any) -> list[str]:
+    """Figures the cell drew with pyplot, as PNGs (then closed, as an inline backend does);
+    ``shown`` is the cell's value, already sent as an image if it is a figure."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return []
+    images = []
+    for number in pyplot.get_fignums():
+        figure = pyplot.figure(number)
+        if figure is shown or getattr(shown, "figure", None) is figure:
+            continue
+        try:
+            images.append(base64.b64encode(_figure_png(figure)).decode("ascii"))
+        except Exception:
+            continue
+    pyplot.close("all")
+    return images
 
 
 def _is_plain(value: Any, depth: int) -> bool:

@@ -42,9 +42,13 @@ REAPER_SOURCE = Path(__file__).with_name("msb_reaper.py")
 LIB = "/opt/cemcp/lib"
 WORKSPACE = "/workspace"
 PYTHONS = ("/usr/local/bin/python3", "/usr/bin/python3", "/bin/python3")
-BOOT_TIMEOUT_S = 30.0  # a healthy local microVM boots in about a second
+# A healthy local microVM boots in about a second. Where nested KVM cannot run the guest, the
+# runtime takes 10-40 s to report it (KVM_EXIT_INTERNAL_ERROR): wait long enough to see that.
+BOOT_TIMEOUT_S = 45.0
 REMOTE_BOOT_TIMEOUT_S = 120.0  # the service may schedule and pull first
 PULL_TIMEOUT_S = 600.0  # an image that is not cached yet is pulled before the boot
+REMOVE_WAIT_S = 20.0  # a VM that failed to boot may take a moment to be stopped
+REAPER_WAIT_S = 45.0  # its kill and remove are bounded by the SDK's own timeouts
 GUEST_OVERHEAD_MB = 128  # guest kernel and microsandbox's agent, beside the code's own limit
 _STDERR_TAIL = 4000
 AGENT_ENV = {
@@ -220,6 +224,14 @@ def classify(
             "to its registry; or point sandbox.rootfs at a local root filesystem with python3."
         )
     detail = f"{error}" + (f"; runtime log: {' | '.join(log[-6:])}" if log else "")
+    if timed_out and not remote and log and "entering VM" in text and _under_hypervisor():
+        return (
+            f"The microVM did not boot within {BOOT_TIMEOUT_S:g} s: its guest kernel hung right "
+            "after the VM was entered. This host runs under a hypervisor, and nested KVM that "
+            "cannot run microsandbox's guest shows so (or as KVM_EXIT_INTERNAL_ERROR). Use a "
+            "host with hardware virtualisation, or a remote service "
+            "(sandbox.microsandbox_api_key)."
+        )
     if timed_out:
         limit = REMOTE_BOOT_TIMEOUT_S if remote else BOOT_TIMEOUT_S
         return f"The microVM did not boot within {limit:g} s ({detail})"
@@ -378,7 +390,7 @@ class MicrosandboxSandbox(AgentSandbox):
     async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:
         where = self._target = check_host(self.settings)
         try:
-            self._staging = Path(tempfile.mkdtemp(prefix="cemcp-msb-"))
+            self._staging = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
             stage_lib(self.settings, self._staging)
             await self._start_reaper(where)
             self._vm = await self._boot(where)
@@ -426,8 +438,8 @@ class MicrosandboxSandbox(AgentSandbox):
                 error = where.scrub(str(exc))
                 log = await self._boot_log(msb)
                 reason = classify(self.settings, error, log, remote=where.remote)
-            await self._remove_record(msb)
-            self._booting = False
+            if await self._remove_record(msb):
+                self._booting = False  # else _terminate tries again, then the reaper
         raise SandboxError(f"{reason} [{where.describe()}]")
 
     async def _ensure_volume(self, msb: ModuleType) -> None:
@@ -447,9 +459,27 @@ class MicrosandboxSandbox(AgentSandbox):
         lines = [entry.text().strip() for entry in entries]
         return [line for line in lines if line and not line.startswith("---")]
 
-    async def _remove_record(self, msb: ModuleType) -> None:
-        with contextlib.suppress(Exception):
-            await msb.Sandbox.remove(self.name)
+    async def _remove_record(self, msb: ModuleType) -> bool:
+        """Remove this VM's record. After a failed or cancelled boot the runtime may still be
+        stopping the VM, so stop it and retry for a bounded time; False if it stayed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REMOVE_WAIT_S
+        while True:
+            try:
+                handle = await msb.Sandbox.get(self.name)
+            except msb.SandboxNotFoundError:
+                return True
+            except msb.MicrosandboxError:
+                return False
+            try:
+                if str(handle.status) not in ("stopped", "crashed"):
+                    await handle.kill(timeout=10)
+                await handle.remove()
+                return True
+            except msb.MicrosandboxError:
+                if loop.time() > deadline:
+                    return False
+                await asyncio.sleep(0.25)
 
     async def _upload_lib(self) -> None:
         assert self._staging is not None and self._vm is not None
@@ -487,6 +517,7 @@ class MicrosandboxSandbox(AgentSandbox):
             sys.executable,
             "-I",
             str(REAPER_SOURCE),
+            self.name,  # not needed, but it names the helper in the process table
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
@@ -554,8 +585,7 @@ class MicrosandboxSandbox(AgentSandbox):
             # Cancelled while booting: the SDK stopped the VM, its record may remain.
             try:
                 async with GATE.use(where) as msb:
-                    with contextlib.suppress(msb.SandboxNotFoundError):
-                        await msb.Sandbox.remove(self.name)
+                    clean = await self._remove_record(msb)
             except Exception:
                 clean = False
         self._booting = False
@@ -571,5 +601,5 @@ class MicrosandboxSandbox(AgentSandbox):
                         reaper.stdin.write(b"done\n")
                         await reaper.stdin.drain()
                 reaper.stdin.close()
-            if clean:
-                await reaper.wait()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(reaper.wait(), REAPER_WAIT_S)

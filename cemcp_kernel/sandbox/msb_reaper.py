@@ -13,7 +13,6 @@ only secret it may hold (a remote service's API key) arrives on the pipe, never 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import shutil
 import sys
@@ -30,14 +29,18 @@ async def reap(config: dict[str, Any]) -> None:
     else:
         scope = msb.backend_scope(msb.BackendKind.LOCAL)
     with scope:
-        try:
-            handle = await msb.Sandbox.get(config["name"])
-        except msb.MicrosandboxError:  # never created, or already removed
-            return
-        with contextlib.suppress(msb.MicrosandboxError):
-            await handle.kill(timeout=10)
-        with contextlib.suppress(msb.MicrosandboxError):
-            await handle.remove()
+        for _ in range(80):  # about 20 s: the runtime may still be stopping a VM that failed
+            try:
+                handle = await msb.Sandbox.get(config["name"])
+            except msb.MicrosandboxError:  # never created, or already removed
+                return
+            try:
+                if str(handle.status) not in ("stopped", "crashed"):
+                    await handle.kill(timeout=10)
+                await handle.remove()
+                return
+            except msb.MicrosandboxError:
+                await asyncio.sleep(0.25)
 
 
 def main() -> None:

@@ -378,6 +378,26 @@ def test_a_boot_cancelled_half_way_leaves_nothing(bare_settings: Settings) -> No
     assert wait_until_clean(sandbox.name) == []
 
 
+def test_a_boot_past_its_time_limit_is_stopped_explained_and_removed(
+    bare_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cemcp_kernel.sandbox import microsandbox as backend
+
+    monkeypatch.setattr(backend, "BOOT_TIMEOUT_S", 4.0)  # shorter than any boot attempt here
+    sandbox = MicrosandboxSandbox(bare_settings)
+
+    async def start() -> str:
+        with pytest.raises(SandboxError) as failure:
+            await sandbox.start()
+        return str(failure.value)
+
+    message = asyncio.run(start())
+    assert "did not boot within 4 s" in message, message
+    if backend._under_hypervisor():
+        assert "guest kernel hung right after the VM was entered" in message
+    assert wait_until_clean(sandbox.name) == []
+
+
 def test_a_killed_owner_leaves_nothing_behind(bare_settings: Settings, tmp_path: Path) -> None:
     """The VM runs in its own session (safe from Jupyter's SIGINT); the reaper removes it when
     its owner dies without cleaning up."""

@@ -15,7 +15,7 @@ $(PY):
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[lab,test]"
+	$(PY) -m pip install --quiet -e ".[lab,test,microsandbox]"
 	$(PY) -m cemcp_kernel install --sys-prefix
 	$(PY) -m cemcp_kernel sandbox-packages
 	touch $(STAMP)

@@ -72,7 +72,10 @@ class SandboxSettings(_Section):
     max_output_bytes: int = Field(1_000_000, ge=1024)
     tmp_size_mb: int = Field(256, ge=1)
     packages: list[str] = Field(default_factory=list)  # importable inside, e.g. ["pandas"]
+    # microsandbox: an OCI image, or a host directory used as the microVM's root filesystem
+    # (wins over image); a remote service instead of this host when an API key is set.
     image: str = "python"
+    rootfs: Path | None = None
     microsandbox_url: str | None = None
     microsandbox_api_key: SecretStr | None = None
 
@@ -153,6 +156,9 @@ def load_settings(project_dir: Path | None = None, **overrides: Any) -> Settings
         _set_dotted(data, key.replace("__", "."), value)
     for key in _PATH_KEYS:
         data[key] = str((project / Path(data[key]).expanduser()).resolve())
+    sandbox = data.get("sandbox")
+    if isinstance(sandbox, dict) and sandbox.get("rootfs"):
+        sandbox["rootfs"] = str((project / Path(sandbox["rootfs"]).expanduser()).resolve())
     return _validate(data)
 
 

@@ -12,7 +12,7 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import Protocol
 
-from ..config import SandboxSettings
+from ..config import SandboxSettings, Settings
 from ..errors import SandboxError
 from .channel import AgentChannel, StreamCallback, ToolHandler
 from .results import ErrorInfo, ExecutionResult
@@ -98,6 +98,12 @@ class AgentSandbox(ABC):
         self._interrupted = False
 
     # --- subclass hooks ------------------------------------------------------------------------
+
+    @classmethod
+    async def preflight(cls, settings: Settings) -> None:
+        """Cheap checks a probe runs before booting anything; raise SandboxUnavailable with the
+        reason, so that a backend that cannot work here is refused at once."""
+        return None
 
     @abstractmethod
     async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:

@@ -18,7 +18,7 @@ from IPython.display import display
 
 from cemcp_kernel.errors import CemcpError
 
-from .display import CemcpMessage, Code, Notice, Result, SandboxCodeError
+from .display import CemcpMessage, Code, Figure, Notice, SandboxCodeError, result_view
 
 if TYPE_CHECKING:
     from cemcp_kernel.engine import Engine, Plan
@@ -138,6 +138,8 @@ class McpMagics(Magics):
         return self.show(result, args)
 
     def show(self, result: ExecutionResult, args: CellArgs) -> Any:
+        for png in result.images:
+            display(Figure(png))
         for notice in result.notices:
             display(Notice(notice, "warn"))
         if result.error is not None:
@@ -145,9 +147,8 @@ class McpMagics(Magics):
         if result.value is None:
             return None
         if args.output:
-            value = result.value
-            self.shell.user_ns[args.output] = value.data if value.is_json else value.repr
-        return Result(result.value, {"sandbox": result.sandbox})
+            self.shell.user_ns[args.output] = host_value(result.value)
+        return result_view(result.value, {"sandbox": result.sandbox})
 
     # --- line magics ---------------------------------------------------------------------------
 
@@ -208,6 +209,16 @@ class _Settings:
             else:
                 lines.append(f"{key} = {value!r}")
         return {"text/plain": "\n".join(lines), "application/json": self.data}
+
+
+def host_value(value: Any) -> Any:
+    """A sandbox value for the notebook's namespace: a DataFrame for tables, the data for
+    JSON, else the repr."""
+    if value.table is not None:
+        import pandas as pd
+
+        return pd.DataFrame(value.table.rows, columns=value.table.columns)
+    return value.data if value.is_json else value.repr
 
 
 def _write(name: str, text: str) -> None:

@@ -67,7 +67,9 @@ class TableView:
         self.order = list(range(len(table.rows)))
         self.page = 0
         self.sort_by = widgets.Dropdown(
-            options=["(as returned)", *table.columns], description="Sort by", layout={"width": "auto"}
+            options=["(as returned)", *table.columns],
+            description="Sort by",
+            layout={"width": "auto"},
         )
         self.descending = widgets.ToggleButton(value=False, description="descending", icon="sort")
         self.previous = widgets.Button(description="◀", layout={"width": "3em"})
@@ -78,7 +80,9 @@ class TableView:
         self.descending.observe(lambda _: self._sort(), names="value")
         self.previous.on_click(lambda _: self.go(self.page - 1))
         self.next.on_click(lambda _: self.go(self.page + 1))
-        controls = widgets.HBox([self.sort_by, self.descending, self.previous, self.next, self.position])
+        controls = widgets.HBox(
+            [self.sort_by, self.descending, self.previous, self.next, self.position]
+        )
         self.widget = widgets.VBox([controls, self.grid])
         self._render()
 

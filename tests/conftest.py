@@ -78,7 +78,7 @@ class CellOutput:
         for out in self.outputs:
             if out["msg_type"] == "stream":
                 parts.append(out["content"]["text"])
-            elif out["msg_type"] in ("execute_result", "display_data"):
+            elif out["msg_type"] in ("execute_result", "display_data", "update_display_data"):
                 parts.append(out["content"]["data"].get("text/plain", ""))
             elif out["msg_type"] == "error":
                 parts.append("\n".join(out["content"]["traceback"]))
@@ -106,7 +106,13 @@ class KernelSession:
         result = CellOutput(status="")
 
         def hook(msg: dict[str, Any]) -> None:
-            if msg["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+            if msg["msg_type"] in (
+                "stream",
+                "execute_result",
+                "display_data",
+                "update_display_data",
+                "error",
+            ):
                 result.outputs.append({"msg_type": msg["msg_type"], "content": msg["content"]})
 
         reply = self.client.execute_interactive(code, output_hook=hook, timeout=timeout)

@@ -88,3 +88,26 @@ def test_config_changes_apply_to_later_cells(magics: McpMagics) -> None:
     assert "sandbox.timeout = 1.0" in shown["text/plain"]
     with pytest.raises(SandboxCodeError, match="longer than 1 s"):
         magics.mcp("--code", "import time\ntime.sleep(5)")
+
+
+def test_review_streams_regenerates_and_runs_edited_code(
+    magics: McpMagics, openai_server: ScriptedOpenAI
+) -> None:
+    first = "```python\nfrom servers.calculator.add import add\n\nadd(1, 2)\n```"
+    second = "```python\nfrom servers.calculator.add import add\n\nadd(2, 3)\n```"
+    openai_server.add(first, second)
+    magics.engine.configure(model__base_url=openai_server.base_url, model__api_key="k")
+    magics.mcp("-o answer", "add two numbers")
+    review = magics.last_review
+    assert review is not None and review.plan is not None
+    assert "".join(review.progress._streamed) == first  # the reply arrived token by token
+    assert "add(1, 2)" in review.code and "Tokens:" in review.info.value
+    assert "calculator.add" in review.info.value
+    review.regenerate()
+    assert "add(2, 3)" in review.code
+    assert openai_server.requests[-1].body["stream"] is True
+    review.edit()
+    review.editor.value = "from servers.calculator.add import add\n\nadd(10, 20)\n"
+    review.run()
+    assert magics.shell.user_ns["answer"] == 30
+    assert review.run_button.disabled and review.state == "done"

@@ -59,6 +59,35 @@ class ToolSpec(BaseModel):
         """The first paragraph of the docstring."""
         return self.description.strip().split("\n\n")[0].replace("\n", " ")
 
+    def example(self) -> str:
+        """An import and a call with a placeholder for every required parameter."""
+        args = ", ".join(
+            f"{p.name}={_placeholder(p.annotation)}" for p in self.params if p.required
+        )
+        call = f"{'await ' if self.is_async else ''}{self.name}({args})"
+        return f"{self.import_line}\n\n{call}\n"
+
+
+_PLACEHOLDERS = {
+    "str": "'...'",
+    "int": "0",
+    "float": "0.0",
+    "bool": "False",
+    "list": "[]",
+    "dict": "{}",
+}
+
+
+def _placeholder(annotation: str | None) -> str:
+    """A value of the annotated type for an example call (the first choice of a Literal)."""
+    if annotation is None:
+        return "..."
+    literal = re.match(r"Literal\[\s*('[^']*'|\"[^\"]*\"|[^,\]]+)", annotation)
+    if literal:
+        return literal.group(1)
+    base = re.split(r"[\[| ]", annotation.strip())[0]
+    return _PLACEHOLDERS.get(base.lower(), "...")
+
 
 class Problem(BaseModel):
     """A tool file that could not be used, and why."""

@@ -81,6 +81,12 @@ class Turn(BaseModel):
     result: ExecutionResult
 
 
+class ResumeReport(BaseModel):
+    turns: int
+    replayed: int = 0
+    failures: list[str] = Field(default_factory=list)
+
+
 class Engine:
     def __init__(self, settings: Settings | None = None, *, warm: bool = True) -> None:
         self.settings = settings or load_settings()
@@ -289,6 +295,45 @@ class Engine:
             plan.code, session=session, timeout=timeout, on_stream=on_stream, plan=plan
         )
         return Turn(plan=plan, result=result)
+
+    def resume(self, session: str = DEFAULT_SESSION, replay: bool = True) -> ResumeReport:
+        """Take up a session an earlier kernel left in its log: the conversation comes back, and
+        with ``replay`` the code that succeeded runs again (in order) to rebuild the variables."""
+        log = self.log(session)
+        records = log.load()
+        report = ResumeReport(turns=len(records))
+        log.records = records
+        if replay:
+            self._call(self.pool.discard(session))
+            for record in records:
+                if not record.ok:
+                    continue
+                result = self._wait(self._submit(self._execute(record.code, session, None, None)))
+                report.replayed += 1
+                if not result.ok:
+                    report.failures.append(
+                        f"{record.request or record.code[:60]!r}: {result.summary()}"
+                    )
+        return report
+
+    def save_skill(
+        self,
+        name: str,
+        *,
+        session: str = DEFAULT_SESSION,
+        description: str = "",
+        force: bool = False,
+    ) -> Path:
+        """Keep the session's last successful code as ``skills/<name>``."""
+        from .skills import SkillError, save_skill
+
+        done = [r for r in self.log(session).records if r.ok]
+        if not done:
+            raise SkillError("There is no successful cell in this session to save as a skill yet.")
+        last = done[-1]
+        return save_skill(
+            self.settings.skills_dir, name, last.code, description, last.request, force=force
+        )
 
     def reset(self, session: str = DEFAULT_SESSION) -> None:
         """A fresh interpreter for the session; the workspace stays as it is."""

@@ -181,6 +181,84 @@ class McpMagics(Magics):
         return _Settings(settings.public_dump())
 
     @line_magic
+    def mcp_tools(self, line: str) -> Any:
+        """Browse servers, tools and skills: %mcp_tools [search words]"""
+        from .browser import ToolBrowser
+
+        return ToolBrowser(self.engine, line.strip())
+
+    @line_magic
+    def mcp_history(self, line: str) -> Any:
+        """This session's requests, code and results."""
+        from cemcp_kernel.sandbox.results import Table
+
+        from .views import TableView
+
+        records = self.engine.log(self.session).records
+        if not records:
+            display(Notice("No %%mcp cells have run in this session yet."))
+            return None
+        rows = [
+            [
+                i,
+                r.request or "(code)",
+                r.code.strip().splitlines()[0] if r.code.strip() else "",
+                r.summary,
+                "ok" if r.ok else "error",
+                ", ".join(r.tools),
+            ]
+            for i, r in enumerate(records, 1)
+        ]
+        columns = ["#", "request", "code (first line)", "result", "status", "tools"]
+        return TableView(Table(columns=columns, rows=rows, total=len(rows)))
+
+    @line_magic
+    def mcp_resume(self, line: str) -> None:
+        """Take up this notebook's session after a kernel restart: %mcp_resume [--no-replay]"""
+        from .args import parse_resume_args
+
+        replay = parse_resume_args(line)
+        try:
+            report = self.engine.resume(self.session, replay=replay)
+        except CemcpError as exc:
+            raise CemcpMessage(str(exc)) from None
+        if not report.turns:
+            display(Notice(f"No saved turns for session {self.session!r}."))
+            return
+        done = f"; {report.replayed} replayed to rebuild the variables" if replay else ""
+        display(Notice(f"Resumed {report.turns} turns of session {self.session!r}{done}."))
+        for failure in report.failures:
+            display(Notice(f"Replay failed: {failure}", "warn"))
+
+    @line_magic
+    def mcp_skill(self, line: str) -> None:
+        """Keep the last successful code as a skill: %mcp_skill save NAME [--description TEXT] [--force]"""
+        from .args import parse_skill_args
+
+        args = parse_skill_args(line)
+        try:
+            folder = self.engine.save_skill(
+                args.name, session=self.session, description=args.description, force=args.force
+            )
+        except CemcpError as exc:
+            raise CemcpMessage(str(exc)) from None
+        display(
+            Notice(
+                f"Saved skill {args.name!r} in skills/{folder.name}/; "
+                f"use it with: from skills.{args.name} import {args.name}"
+            )
+        )
+
+    @line_magic
+    def mcp_skills(self, line: str) -> None:
+        """The skills %%mcp can use."""
+        skills = [t for t in self.engine.catalog().tools if t.kind == "skill"]
+        if not skills:
+            print("No skills yet. Save one with: %mcp_skill save NAME")
+        for skill in skills:
+            print(f"{skill.import_line}\n    {skill.summary}")
+
+    @line_magic
     def mcp_reset(self, line: str) -> None:
         """Give this notebook a fresh sandbox interpreter; files in /workspace stay."""
         self.engine.reset(self.session)

@@ -96,7 +96,7 @@ class Bridge:
                 if live.server_info
                 else "",
             )
-            for name, live in sorted(self._sessions.items())
+            for name, live in sorted(list(self._sessions.items()))
         ]
 
     async def close(self) -> None:

@@ -695,7 +695,12 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     here = os.path.abspath(__file__)
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
         tb = tb.tb_next
-    lines = traceback.format_exception(type(exc), exc, tb)
+    report = traceback.TracebackException(type(exc), exc, tb)
+    # call_tool's own frames at the end say nothing to the user: the error is the tool's.
+    report.stack = traceback.StackSummary.from_list(
+        [f for f in report.stack if os.path.abspath(f.filename) != here]
+    )
+    lines = list(report.format())
     error = {
         "ename": type(exc).__name__,
         "evalue": str(exc),

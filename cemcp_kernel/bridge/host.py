@@ -9,15 +9,16 @@ dies), forwards the call with a time limit and answers with plain JSON. Credenti
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ..config import Settings
 from ..errors import McpServerError
 from .config import IDENTIFIER, load_server, resolve
-from .results import ToolFailed, tool_value
-from .session import LiveSession
+
+if TYPE_CHECKING:
+    from .session import LiveSession
 
 
 class ServerStatus(BaseModel):
@@ -40,6 +41,8 @@ class Bridge:
         self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None
     ) -> Any:
         """The tool's result as plain JSON; raises McpServerError with a message for the sandbox."""
+        from .results import ToolFailed, tool_value  # the mcp SDK loads on first use
+
         label = f"{server}.{tool}"
         limit = float(timeout) if timeout else self.settings.tool_timeout
         try:
@@ -59,6 +62,8 @@ class Bridge:
 
     async def session(self, server: str) -> LiveSession:
         """The server's running session, started (again) when there is none."""
+        from .session import LiveSession
+
         if self._closed:
             raise McpServerError("the MCP bridge is closed")
         if not IDENTIFIER.match(server):

@@ -30,7 +30,6 @@ from ..bridge.config import (
     write_if_changed,
     write_server,
 )
-from ..bridge.session import LiveSession
 from ..config import Settings
 from ..errors import McpServerError
 from . import pysource
@@ -90,6 +89,8 @@ async def fetch_tools(
     name: str, config: ServerConfig, project_dir: Path, pending: Mapping[str, str] | None = None
 ) -> tuple[str, list[ToolInfo]]:
     """Start the server, list its tools, stop it: ``("name version", tools)``."""
+    from ..bridge.session import LiveSession
+
     live = LiveSession(name, resolve(config, name, project_dir, pending))
     try:
         await live.start()
@@ -144,18 +145,16 @@ def import_file(
             '{"command": ..., "args": [...]}}}, as Claude Desktop, Cursor and others write it.'
         )
     results: list[ServerReport | McpServerError] = []
-    taken = (
-        {p.name for p in settings.servers_dir.iterdir()} if settings.servers_dir.is_dir() else set()
-    )
+    taken: set[str] = set()  # names given in this file; importing it again updates the same
     for key, entry in servers.items():
-        if only and key not in only:
-            continue
-        if isinstance(entry, dict) and entry.get("disabled"):
-            continue
         name = (
             key if IDENTIFIER.match(key) else pysource.identifier(key, taken, avoid_builtins=False)
         )
         taken.add(name)
+        if only and key not in only:
+            continue
+        if isinstance(entry, dict) and entry.get("disabled"):
+            continue
         try:
             config = parse_server(entry, f"{path.name}: mcpServers.{key}")
             results.append(add(settings, name, config))

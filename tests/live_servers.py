@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,3 +108,15 @@ def server_processes(root_pid: int, marker: str) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def kill_once_it_reads(process: psutil.Process, read_before: int, timeout: float = 30.0) -> None:
+    """Kill the server as soon as it has read more of its stdin than ``read_before`` bytes: the
+    call it was sent has arrived and is under way."""
+    deadline = time.monotonic() + timeout
+    while process.io_counters().read_chars <= read_before:
+        if time.monotonic() > deadline:
+            raise AssertionError("the server never received the call")
+        time.sleep(0.02)
+    time.sleep(0.2)
+    process.kill()

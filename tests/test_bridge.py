@@ -7,7 +7,6 @@ import asyncio
 import base64
 import os
 import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
@@ -18,7 +17,7 @@ from cemcp_kernel.bridge import Bridge
 from cemcp_kernel.config import load_settings
 from cemcp_kernel.engine import Engine
 
-from .live_servers import SERVER_SECRET, LiveProject, server_processes
+from .live_servers import SERVER_SECRET, LiveProject, kill_once_it_reads, server_processes
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +138,10 @@ def test_a_server_that_dies_mid_call_is_reported_and_started_again(live_engine: 
         "from servers.everything import trigger_long_running_operation\n"
         "trigger_long_running_operation(duration=30, steps=1)"
     )
+    read_before = server.io_counters().read_chars
     worker = threading.Thread(target=lambda: results.append(live_engine.execute(code)))
     worker.start()
-    time.sleep(1.5)  # the call is under way on the server
-    server.kill()
+    kill_once_it_reads(server, read_before)
     worker.join(30)
     result = results[0]
     assert result.error is not None and result.error.ename == "ToolError"

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from .conftest import KernelSession
-from .live_servers import LiveProject, cemcp, server_processes
+from .live_servers import LiveProject, cemcp, kill_once_it_reads, server_processes
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,8 @@ def test_a_server_crashing_mid_call_is_reported_and_restarted(kernel: KernelSess
         "trigger_long_running_operation(duration=30, steps=1)"
     )
     # Killed while the call is under way (jupyter_client's client stays on this thread).
-    killer = threading.Timer(2.0, server.kill)
+    read_before = server.io_counters().read_chars
+    killer = threading.Thread(target=kill_once_it_reads, args=(server, read_before))
     killer.start()
     crashed = kernel.run(cell)
     killer.join()

@@ -26,6 +26,7 @@ SANDBOX_UID = 1000
 _SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
 _STDERR_TAIL = 4000
+_KILL_WAIT_S = 5.0
 
 
 def find_bwrap() -> Path:
@@ -231,7 +232,16 @@ class BubblewrapSandbox(AgentSandbox):
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+            try:
+                await asyncio.wait_for(proc.wait(), _KILL_WAIT_S)
+            except asyncio.TimeoutError:
+                # A busy host kernel can take long to tear down a killed sandbox's namespaces:
+                # stop waiting and release our end; the child watcher reaps it when it is gone.
+                pass
+        if proc is not None:
+            transport = getattr(proc, "_transport", None)  # asyncio keeps no public handle
+            if transport is not None:
+                transport.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

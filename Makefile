@@ -5,10 +5,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cemcp-installed
+# A real third-party MCP server from npm for the bridge tests, pinned, in ./node_modules.
+EVERYTHING := @modelcontextprotocol/server-everything@2026.8.31
+NODE_STAMP := node_modules/.cemcp-$(subst /,-,$(EVERYTHING))
 
 .PHONY: setup lab quickstart test lint bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(NODE_STAMP)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +23,15 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m cemcp_kernel sandbox-packages
 	touch $(STAMP)
 
+# Without npm this does nothing but say so; the tests that need the server are then skipped.
+$(NODE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --no-save --no-package-lock --no-audit --no-fund --prefix . $(EVERYTHING) \
+		&& touch "$@"; \
+	else \
+		echo "npm not found: tests against $(EVERYTHING) will be skipped"; \
+	fi
+
 # The main job: JupyterLab with the cemcp kernel on the first tutorial.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_quickstart.ipynb
@@ -30,7 +42,7 @@ quickstart: $(STAMP)
 		--NbConvertBase.display_data_priority="['text/plain']" 01_quickstart.ipynb
 
 # The whole test suite: lint, unit and kernel tests, and the tutorials under nbval.
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest --nbval
 
@@ -38,8 +50,8 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-bench: $(STAMP)
-	$(PY) bench/sandbox.py
+bench: $(STAMP) $(NODE_STAMP)
+	for script in bench/*.py; do $(PY) "$$script" || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache node_modules

@@ -1,4 +1,4 @@
-"""Command line: ``python -m cemcp_kernel install | doctor | run``."""
+"""Command line: ``python -m cemcp_kernel install | doctor | run | servers``."""
 
 from __future__ import annotations
 
@@ -100,11 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", help="comma-separated tools to use")
     run.add_argument("--timeout", type=float)
     run.set_defaults(func=_run)
+
+    from .wrappers.cli import add_parser as add_servers_parser
+
+    add_servers_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if argv[:1] == ["servers"] and "--" in argv:  # servers add NAME [options] -- COMMAND ARGS...
+        at = argv.index("--")
+        argv, command = argv[:at], argv[at + 1 :]
     args = build_parser().parse_args(argv)
+    if command:
+        args.server_command = [*getattr(args, "server_command", []), *command]
     try:
         return int(args.func(args))
     except CemcpError as exc:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 CACHE_VERSION = 1
+MAX_FILE_BYTES = 1_000_000  # a tool file larger than this is refused, not parsed
 
 
 class Param(BaseModel):
@@ -201,8 +203,8 @@ class Discovery:
     def discover(self, servers_dir: Path, skills_dir: Path | None = None) -> Catalog:
         catalog = Catalog()
         changed = False
-        for path, module, owner, kind in _tool_files(servers_dir, skills_dir):
-            entry, was_parsed = self._entry(path, module, owner, kind)
+        for path, module, owner, kind, root in _tool_files(servers_dir, skills_dir):
+            entry, was_parsed = self._entry(path, module, owner, kind, root)
             changed |= was_parsed
             catalog.tools += entry.tools
             if entry.problem is not None:
@@ -212,12 +214,17 @@ class Discovery:
         catalog.tools.sort(key=lambda t: (t.kind != "tool", t.server, t.name))
         return catalog
 
-    def _entry(self, path: Path, module: str, owner: str, kind: str) -> tuple[_Entry, bool]:
+    def _entry(
+        self, path: Path, module: str, owner: str, kind: str, root: Path
+    ) -> tuple[_Entry, bool]:
         try:
-            stat = path.stat()
+            info = path.stat()
         except OSError as exc:
             return _Entry((0, 0), "", [], Problem(path=str(path), message=str(exc))), False
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = (info.st_mtime_ns, info.st_size)
+        refused = _refusal(path, info, root)
+        if refused is not None:
+            return _Entry(key, "", [], Problem(path=str(path), message=refused)), False
         cached = self._by_path.get(str(path))
         if cached is not None and cached.key == key:
             return cached, False
@@ -237,7 +244,8 @@ class Discovery:
                 tools = parse_tool_file(raw.decode("utf-8"), path, module, owner, kind)
                 entry = _Entry(key, digest, tools, None)
                 self._by_digest[digest] = [t.model_dump() for t in tools]
-            except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+            except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+                # Broken or hostile files are reported and skipped; discovery itself never fails.
                 entry = _Entry(key, digest, [], Problem(path=str(path), message=_describe(exc)))
         self._by_path[str(path)] = entry
         return entry, parsed
@@ -266,11 +274,30 @@ class Discovery:
 def _describe(exc: Exception) -> str:
     if isinstance(exc, SyntaxError):
         return f"syntax error on line {exc.lineno}: {exc.msg}"
+    if isinstance(exc, RecursionError | MemoryError):
+        return "nested too deeply to read; skipped"
     return f"{type(exc).__name__}: {exc}"
 
 
-def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[Path, str, str, str]]:
-    """(file, import path, server or skill name, kind) for every candidate file, sorted."""
+def _refusal(path: Path, info: os.stat_result, root: Path) -> str | None:
+    """Why a candidate file is not read at all: not a regular file (a FIFO would block the
+    reader), a link out of the tool tree (the host would read a file the sandbox never sees),
+    or too large."""
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file; skipped"
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (OSError, ValueError):
+        return "a link to a file outside the tool tree; skipped"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"{info.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for a tool file"
+    return None
+
+
+def _tool_files(
+    servers_dir: Path, skills_dir: Path | None
+) -> Iterable[tuple[Path, str, str, str, Path]]:
+    """(file, import path, server or skill name, kind, root) for every candidate file, sorted."""
     roots = [(servers_dir, "servers", "tool")]
     if skills_dir is not None:
         roots.append((skills_dir, "skills", "skill"))
@@ -291,4 +318,4 @@ def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[Pa
                     if stem == "__init__"
                     else f"{package}.{folder.name}.{stem}"
                 )
-                yield path, module, folder.name, kind
+                yield path, module, folder.name, kind, root

@@ -89,6 +89,7 @@ class Settings(_Section):
     workspace_dir: Path
     review: Literal["ask", "auto"] = "ask"
     top_k: int = Field(5, ge=1, le=50)
+    tool_timeout: float = Field(30.0, gt=0)  # seconds one call to a live MCP server may take
     model: ModelSettings = Field(default_factory=ModelSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 

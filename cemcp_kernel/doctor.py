@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from .bridge.config import load_server, resolve
 from .catalog import Discovery, Problem
 from .config import Settings, load_settings
+from .errors import McpServerError
 from .paths import cache_dir
 from .sandbox import cgroups, packages
 from .sandbox.probe import BackendReport, run_probe
+
+
+class ServerCheck(BaseModel):
+    """A live server of the tool tree: can its command be found and its ${VAR}s resolved?
+
+    The doctor starts no server; the first call (or ``servers refresh``) does.
+    """
+
+    name: str
+    ok: bool
+    problem: str | None = None
 
 
 class DoctorReport(BaseModel):
@@ -23,6 +36,7 @@ class DoctorReport(BaseModel):
     catalog_tools: int
     catalog_servers: list[str]
     catalog_problems: list[Problem]
+    mcp_servers: list[ServerCheck] = []
 
     @property
     def can_run_code(self) -> bool:
@@ -49,6 +63,13 @@ class DoctorReport(BaseModel):
         )
         for problem in self.catalog_problems:
             lines.append(f"  broken tool file {problem.path}: {problem.message}")
+        if self.mcp_servers:
+            lines.append("Live MCP servers (server.json):")
+            for server in self.mcp_servers:
+                mark = "yes" if server.ok else "no "
+                lines.append(
+                    f"  {mark} {server.name}" + (f": {server.problem}" if server.problem else "")
+                )
         return "\n".join(lines)
 
 
@@ -90,4 +111,18 @@ def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorR
         catalog_tools=len(catalog.tools),
         catalog_servers=catalog.servers,
         catalog_problems=catalog.problems,
+        mcp_servers=check_servers(settings),
     )
+
+
+def check_servers(settings: Settings) -> list[ServerCheck]:
+    root = settings.servers_dir
+    checks = []
+    folders = sorted(p.parent for p in root.glob("*/server.json")) if root.is_dir() else []
+    for folder in folders:
+        try:
+            resolve(load_server(folder), folder.name, settings.project_dir)
+            checks.append(ServerCheck(name=folder.name, ok=True))
+        except McpServerError as exc:
+            checks.append(ServerCheck(name=folder.name, ok=False, problem=str(exc)))
+    return checks

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from .bridge import Bridge
 from .catalog import Catalog, Discovery
 from .config import Settings, load_settings
 from .errors import GuardrailError
@@ -101,6 +102,7 @@ class Engine:
         self._generator: Generator | None = None
         self._logs: dict[str, SessionLog] = {}
         self._closed = False
+        self.bridge = Bridge(self.settings)
         self.pool = self._make_pool(warm)
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -112,7 +114,7 @@ class Engine:
         return self._submit(coro).result()
 
     def _make_pool(self, warm: bool) -> Pool:
-        self.sandboxes = SandboxFactory(self.settings)
+        self.sandboxes = SandboxFactory(self.settings, self.bridge.call)
         pool = Pool(self.sandboxes, self.settings.sandbox.pool_size)
         if warm:
             self._loop.call_soon_threadsafe(pool.start)
@@ -129,10 +131,11 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._submit(self._aclose()).result(timeout=10)
-        except Exception:  # closing must not fail; the processes die with their stdin anyway
-            pass
+        for closing in (self._aclose, self.bridge.close):
+            try:
+                self._submit(closing()).result(timeout=15)
+            except Exception:  # closing must not fail; the processes die with their stdin anyway
+                pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
@@ -161,6 +164,10 @@ class Engine:
             getattr(old, k) != getattr(self.settings, k)
             for k in ("servers_dir", "skills_dir", "workspace_dir")
         )
+        self.bridge.settings = self.settings
+        if paths_changed:  # another tool tree or project: its servers, not these
+            old_bridge, self.bridge = self.bridge, Bridge(self.settings)
+            self._submit(old_bridge.close())
         if sandbox_old != sandbox_new or paths_changed:
             old_pool = self.pool
             self.pool = self._make_pool(True)

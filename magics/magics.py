@@ -285,6 +285,12 @@ class McpMagics(Magics):
             f"selection: {engine.selector().mode}",
             f"workspace: {engine.settings.workspace_dir}",
         ]
+        live = engine.bridge.status()
+        if live:
+            lines.append(
+                "live MCP servers: "
+                + ", ".join(f"{s.name} ({'running' if s.running else 'stopped'})" for s in live)
+            )
         if pool.last_error:
             lines.append(f"last sandbox error: {pool.last_error}")
         print("\n".join(lines))

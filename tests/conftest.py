@@ -163,3 +163,11 @@ def start_kernel(installed_kernelspec: str, tmp_path: Path) -> Iterator[Any]:
     yield start
     for session in sessions:
         session.shutdown()
+
+
+@pytest.fixture(scope="session")
+def live_project(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A project whose servers/ holds wrappers generated from live third-party servers."""
+    from .live_servers import make_live_project
+
+    return make_live_project(tmp_path_factory.mktemp("live-project"))

@@ -29,6 +29,7 @@ SANDBOX_UID = 1000
 _SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts")
 _STDERR_TAIL = 4000
+_KILL_WAIT_S = 5.0
 
 
 def find_bwrap() -> Path:
@@ -302,7 +303,10 @@ class BubblewrapSandbox(AgentSandbox):
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    # A busy host kernel can take long to tear down a killed sandbox's
+                    # namespaces: stop waiting; the child watcher reaps it when it is gone.
+                    await asyncio.wait_for(proc.wait(), _KILL_WAIT_S)
             if proc.stdin is not None:
                 proc.stdin.close()
         if self._tasks:

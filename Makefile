@@ -6,11 +6,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cemcp-installed
 # Extras installed by setup; drop `semantic` for keyword-only selection without torch.
-EXTRAS ?= lab,test,semantic,bench
+EXTRAS ?= lab,test,microsandbox,semantic,bench
+# A real third-party MCP server from npm for the bridge tests, pinned, in ./node_modules.
+EVERYTHING := @modelcontextprotocol/server-everything@2026.8.31
+NODE_STAMP := node_modules/.cemcp-$(subst /,-,$(EVERYTHING))
 
 .PHONY: setup lab quickstart test lint bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(NODE_STAMP)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +25,17 @@ $(STAMP): pyproject.toml | $(PY)
 	$(if $(findstring semantic,$(EXTRAS)),$(PY) -m pip install --quiet torch==2.13.0)
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(PY) -m cemcp_kernel install --sys-prefix
+	$(PY) -m cemcp_kernel sandbox-packages
 	touch $(STAMP)
+
+# Without npm this does nothing but say so; the tests that need the server are then skipped.
+$(NODE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --no-save --no-package-lock --no-audit --no-fund --prefix . $(EVERYTHING) \
+		&& touch "$@"; \
+	else \
+		echo "npm not found: tests against $(EVERYTHING) will be skipped"; \
+	fi
 
 # The main job: JupyterLab with the cemcp kernel on the first tutorial.
 lab: $(STAMP)
@@ -34,7 +47,7 @@ quickstart: $(STAMP)
 		--NbConvertBase.display_data_priority="['text/plain']" 01_quickstart.ipynb
 
 # The whole test suite: lint, unit and kernel tests, and the tutorials under nbval.
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest --nbval
 
@@ -42,11 +55,8 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-bench: $(STAMP)
-	$(PY) bench/sandbox.py
-	$(PY) bench/retrieval.py
-	$(PY) bench/retrieval.py --synthetic 10000
-	$(PY) bench/tokens.py
+bench: $(STAMP) $(NODE_STAMP)
+	for script in bench/*.py; do $(PY) "$$script" || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache node_modules

@@ -1,4 +1,4 @@
-"""Command line: ``python -m cemcp_kernel install | doctor | run``."""
+"""Command line: ``python -m cemcp_kernel install | doctor | run | servers``."""
 
 from __future__ import annotations
 
@@ -54,6 +54,19 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sandbox_packages(args: argparse.Namespace) -> int:
+    from .config import load_settings
+    from .sandbox import packages
+
+    settings = load_settings()
+    folder = packages.install(settings)
+    if folder is None:
+        print("No sandbox packages are configured (sandbox.packages).")
+    else:
+        print(f"Sandbox packages {', '.join(settings.sandbox.packages)} are in {folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m cemcp_kernel", description="cemcp: code execution with MCP"
@@ -74,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="machine-readable report")
     doctor.set_defaults(func=_doctor)
 
+    packages = commands.add_parser(
+        "sandbox-packages", help="install the packages of sandbox.packages for code in the sandbox"
+    )
+    packages.set_defaults(func=_sandbox_packages)
+
     run = commands.add_parser(
         "run", help="run one request (or --code) in a sandbox and print the result"
     )
@@ -82,11 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", help="comma-separated tools to use")
     run.add_argument("--timeout", type=float)
     run.set_defaults(func=_run)
+
+    from .wrappers.cli import add_parser as add_servers_parser
+
+    add_servers_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if argv[:1] == ["servers"] and "--" in argv:  # servers add NAME [options] -- COMMAND ARGS...
+        at = argv.index("--")
+        argv, command = argv[:at], argv[at + 1 :]
     args = build_parser().parse_args(argv)
+    if command:
+        args.server_command = [*getattr(args, "server_command", []), *command]
     try:
         return int(args.func(args))
     except CemcpError as exc:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 CACHE_VERSION = 1
+MAX_FILE_BYTES = 1_000_000  # a tool file larger than this is refused, not parsed
 
 
 class Param(BaseModel):
@@ -58,6 +60,35 @@ class ToolSpec(BaseModel):
     def summary(self) -> str:
         """The first paragraph of the docstring."""
         return self.description.strip().split("\n\n")[0].replace("\n", " ")
+
+    def example(self) -> str:
+        """An import and a call with a placeholder for every required parameter."""
+        args = ", ".join(
+            f"{p.name}={_placeholder(p.annotation)}" for p in self.params if p.required
+        )
+        call = f"{'await ' if self.is_async else ''}{self.name}({args})"
+        return f"{self.import_line}\n\n{call}\n"
+
+
+_PLACEHOLDERS = {
+    "str": "'...'",
+    "int": "0",
+    "float": "0.0",
+    "bool": "False",
+    "list": "[]",
+    "dict": "{}",
+}
+
+
+def _placeholder(annotation: str | None) -> str:
+    """A value of the annotated type for an example call (the first choice of a Literal)."""
+    if annotation is None:
+        return "..."
+    literal = re.match(r"Literal\[\s*('[^']*'|\"[^\"]*\"|[^,\]]+)", annotation)
+    if literal:
+        return literal.group(1)
+    base = re.split(r"[\[| ]", annotation.strip())[0]
+    return _PLACEHOLDERS.get(base.lower(), "...")
 
 
 class Problem(BaseModel):
@@ -181,8 +212,8 @@ class Discovery:
         entries: list[_Entry] = []
         fingerprint = hashlib.sha256()
         changed = False
-        for path, module, owner, kind in _tool_files(servers_dir, skills_dir):
-            entry, was_parsed = self._entry(path, module, owner, kind)
+        for path, module, owner, kind, root, linked in _tool_files(servers_dir, skills_dir):
+            entry, was_parsed = self._entry(path, module, owner, kind, root, linked)
             changed |= was_parsed
             entries.append(entry)
             fingerprint.update(f"{path}\0{entry.digest}\0{entry.problem}\n".encode())
@@ -200,12 +231,17 @@ class Discovery:
         self._last = (key, catalog)
         return catalog
 
-    def _entry(self, path: str, module: str, owner: str, kind: str) -> tuple[_Entry, bool]:
+    def _entry(
+        self, path: str, module: str, owner: str, kind: str, root: str, linked: bool
+    ) -> tuple[_Entry, bool]:
         try:
-            stat = os.stat(path)
+            info = os.stat(path)
         except OSError as exc:
             return _Entry((0, 0), "", [], Problem(path=path, message=str(exc))), False
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = (info.st_mtime_ns, info.st_size)
+        refused = _refusal(path, info, root, linked)
+        if refused is not None:
+            return _Entry(key, "", [], Problem(path=path, message=refused)), False
         cached = self._by_path.get(path)
         if cached is not None and cached.key == key:
             return cached, False
@@ -227,7 +263,8 @@ class Discovery:
                 tools = parse_tool_file(raw.decode("utf-8"), Path(path), module, owner, kind)
                 entry = _Entry(key, digest, tools, None)
                 self._by_digest[digest] = [t.model_dump() for t in tools]
-            except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+            except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+                # Broken or hostile files are reported and skipped; discovery itself never fails.
                 entry = _Entry(key, digest, [], Problem(path=path, message=_describe(exc)))
         self._by_path[path] = entry
         return entry, parsed
@@ -258,19 +295,38 @@ class Discovery:
 def _describe(exc: Exception) -> str:
     if isinstance(exc, SyntaxError):
         return f"syntax error on line {exc.lineno}: {exc.msg}"
+    if isinstance(exc, RecursionError | MemoryError):
+        return "nested too deeply to read; skipped"
     return f"{type(exc).__name__}: {exc}"
 
 
-def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[str, str, str, str]]:
-    """(file, import path, server or skill name, kind) for every candidate file, sorted."""
+def _refusal(path: str, info: os.stat_result, root: str, linked: bool) -> str | None:
+    """Why a candidate file is not read at all: not a regular file (a FIFO would block the
+    reader), a link out of the tool tree (the host would read a file the sandbox never sees),
+    or too large. Only links are resolved: a warm discovery of 10,000 files stays a scan."""
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file; skipped"
+    if linked:
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, os.path.realpath(root)]) != os.path.realpath(root):
+            return "a link to a file outside the tool tree; skipped"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"{info.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for a tool file"
+    return None
+
+
+def _tool_files(
+    servers_dir: Path, skills_dir: Path | None
+) -> Iterable[tuple[str, str, str, str, str, bool]]:
+    """(file, import path, server or skill name, kind, root, reached through a link), sorted."""
     roots = [(servers_dir, "servers", "tool")]
     if skills_dir is not None:
         roots.append((skills_dir, "skills", "skill"))
     for root, package, kind in roots:
-        for folder, folder_path in _listing(str(root), directories=True):
+        for folder, folder_path, folder_linked in _listing(str(root), directories=True):
             if not _IDENT.match(folder) or folder.startswith("_"):
                 continue
-            for name, path in _listing(folder_path, directories=False):
+            for name, path, linked in _listing(folder_path, directories=False):
                 stem = name[:-3]
                 if not name.endswith(".py"):
                     continue
@@ -281,18 +337,15 @@ def _tool_files(servers_dir: Path, skills_dir: Path | None) -> Iterable[tuple[st
                 module = (
                     f"{package}.{folder}" if stem == "__init__" else f"{package}.{folder}.{stem}"
                 )
-                yield path, module, folder, kind
+                yield path, module, folder, kind, str(root), folder_linked or linked
 
 
-def _listing(folder: str, directories: bool) -> list[tuple[str, str]]:
-    """Sorted (name, path) of a folder's sub-folders or files; nothing when it cannot be read."""
+def _listing(folder: str, directories: bool) -> list[tuple[str, str, bool]]:
+    """Sorted (name, path, is a link) of a folder's sub-folders, or of everything else in it
+    (a FIFO or a device named like a tool is reported, not skipped silently)."""
     try:
         with os.scandir(folder) as entries:
-            found = [
-                (e.name, e.path)
-                for e in entries
-                if (e.is_dir() if directories else e.is_file() or e.is_symlink())
-            ]
+            found = [(e.name, e.path, e.is_symlink()) for e in entries if e.is_dir() == directories]
     except OSError:
         return []
     return sorted(found)

@@ -71,7 +71,11 @@ class SandboxSettings(_Section):
     max_processes: int = Field(64, ge=4)
     max_output_bytes: int = Field(1_000_000, ge=1024)
     tmp_size_mb: int = Field(256, ge=1)
+    packages: list[str] = Field(default_factory=list)  # importable inside, e.g. ["pandas"]
+    # microsandbox: an OCI image, or a host directory used as the microVM's root filesystem
+    # (wins over image); a remote service instead of this host when an API key is set.
     image: str = "python"
+    rootfs: Path | None = None
     microsandbox_url: str | None = None
     microsandbox_api_key: SecretStr | None = None
 
@@ -92,6 +96,7 @@ class Settings(_Section):
     review: Literal["ask", "auto"] = "ask"
     top_k: int = Field(5, ge=1, le=50)
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    tool_timeout: float = Field(30.0, gt=0)  # seconds one call to a live MCP server may take
     model: ModelSettings = Field(default_factory=ModelSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
@@ -159,6 +164,9 @@ def load_settings(project_dir: Path | None = None, **overrides: Any) -> Settings
         _set_dotted(data, key.replace("__", "."), value)
     for key in _PATH_KEYS:
         data[key] = str((project / Path(data[key]).expanduser()).resolve())
+    sandbox = data.get("sandbox")
+    if isinstance(sandbox, dict) and sandbox.get("rootfs"):
+        sandbox["rootfs"] = str((project / Path(sandbox["rootfs"]).expanduser()).resolve())
     return _validate(data)
 
 

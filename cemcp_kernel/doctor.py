@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from .bridge.config import load_server, resolve
 from .catalog import Discovery, Problem
 from .config import Settings, load_settings
 from .embeddings import MODEL_NAME
+from .errors import McpServerError
 from .paths import cache_dir
+from .sandbox import cgroups, packages
 from .sandbox.probe import BackendReport, run_probe
 from .semantic import SemanticIndexer
+
+
+class ServerCheck(BaseModel):
+    """A live server of the tool tree: can its command be found and its ${VAR}s resolved?
+
+    The doctor starts no server; the first call (or ``servers refresh``) does.
+    """
+
+    name: str
+    ok: bool
+    problem: str | None = None
 
 
 class DoctorReport(BaseModel):
@@ -17,12 +31,15 @@ class DoctorReport(BaseModel):
     configured_backend: str
     chosen: str | None
     pool_size: int
-    limits: dict[str, float]
+    limits: dict[str, float | int]
+    enforcement: str
+    sandbox_packages: str
     model: str
     selection: str
     catalog_tools: int
     catalog_servers: list[str]
     catalog_problems: list[Problem]
+    mcp_servers: list[ServerCheck] = []
 
     @property
     def can_run_code(self) -> bool:
@@ -38,8 +55,10 @@ class DoctorReport(BaseModel):
                 lines.append(f"      why not: {b.reason}")
         chosen = self.chosen or "none: cemcp cannot run code on this host"
         lines.append(f"Chosen ({self.configured_backend}): {chosen}")
-        limits = ", ".join(f"{k} {v:g}" for k, v in self.limits.items())
+        limits = ", ".join(f"{k} {v:,}" for k, v in self.limits.items())
         lines.append(f"Pool: {self.pool_size} warm sandboxes; limits per execution: {limits}")
+        lines.append(f"Limits enforced by: {self.enforcement}")
+        lines.append(f"Sandbox packages: {self.sandbox_packages}")
         lines.append(f"Model: {self.model}")
         lines.append(f"Selection: {self.selection}")
         lines.append(
@@ -48,7 +67,21 @@ class DoctorReport(BaseModel):
         )
         for problem in self.catalog_problems:
             lines.append(f"  broken tool file {problem.path}: {problem.message}")
+        if self.mcp_servers:
+            lines.append("Live MCP servers (server.json):")
+            for server in self.mcp_servers:
+                mark = "yes" if server.ok else "no "
+                lines.append(
+                    f"  {mark} {server.name}" + (f": {server.problem}" if server.problem else "")
+                )
         return "\n".join(lines)
+
+
+def _packages(settings: Settings) -> str:
+    wanted = ", ".join(settings.sandbox.packages) or "none configured"
+    if packages.missing(settings):
+        return f"{wanted}: NOT installed, run `python -m cemcp_kernel sandbox-packages`"
+    return wanted
 
 
 def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorReport:
@@ -77,11 +110,27 @@ def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorR
             "max_processes": s.max_processes,
             "max_output_bytes": s.max_output_bytes,
         },
+        enforcement=cgroups.describe(),
+        sandbox_packages=_packages(settings),
         model=settings.model.endpoint,
         catalog_tools=len(catalog.tools),
         catalog_servers=catalog.servers,
         catalog_problems=catalog.problems,
+        mcp_servers=check_servers(settings),
     )
+
+
+def check_servers(settings: Settings) -> list[ServerCheck]:
+    root = settings.servers_dir
+    checks = []
+    folders = sorted(p.parent for p in root.glob("*/server.json")) if root.is_dir() else []
+    for folder in folders:
+        try:
+            resolve(load_server(folder), folder.name, settings.project_dir)
+            checks.append(ServerCheck(name=folder.name, ok=True))
+        except McpServerError as exc:
+            checks.append(ServerCheck(name=folder.name, ok=False, problem=str(exc)))
+    return checks
 
 
 def selection_summary(settings: Settings) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import queue
+import stat
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from .bridge import Bridge
 from .catalog import Catalog, Discovery
 from .config import Settings, load_settings
 from .embeddings import cache_file as embedding_cache_file
@@ -32,7 +34,7 @@ from .generation.prompt import PromptContext
 from .guardrails import Finding, blocking
 from .guardrails import check as check_guardrails
 from .paths import cache_dir
-from .sandbox import SandboxFactory
+from .sandbox import SandboxFactory, packages
 from .sandbox.backend import INTERRUPT_GRACE_S
 from .sandbox.channel import StreamCallback
 from .sandbox.pool import Pool, PoolStatus
@@ -83,6 +85,12 @@ class Turn(BaseModel):
     result: ExecutionResult
 
 
+class ResumeReport(BaseModel):
+    turns: int
+    replayed: int = 0
+    failures: list[str] = Field(default_factory=list)
+
+
 class Engine:
     def __init__(
         self,
@@ -105,6 +113,7 @@ class Engine:
         self._generator: Generator | None = None
         self._logs: dict[str, SessionLog] = {}
         self._closed = False
+        self.bridge = Bridge(self.settings)
         self.pool = self._make_pool(warm)
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -119,7 +128,7 @@ class Engine:
         return SemanticIndexer(self.settings.selection.semantic, embedding_cache_file(cache_dir()))
 
     def _make_pool(self, warm: bool) -> Pool:
-        self.sandboxes = SandboxFactory(self.settings)
+        self.sandboxes = SandboxFactory(self.settings, self.bridge.call)
         pool = Pool(self.sandboxes, self.settings.sandbox.pool_size)
         if warm:
             self._loop.call_soon_threadsafe(pool.start)
@@ -137,13 +146,19 @@ class Engine:
             return
         self._closed = True
         self.semantic.close()
-        try:
-            self._submit(self.pool.close()).result(timeout=10)
-        except Exception:  # closing must not fail; the processes die with their stdin anyway
-            pass
+        for closing in (self._aclose, self.bridge.close):
+            try:
+                self._submit(closing()).result(timeout=15)
+            except Exception:  # closing must not fail; the processes die with their stdin anyway
+                pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+
+    async def _aclose(self) -> None:
+        if self._generator is not None:
+            await self._generator.aclose()
+        await self.pool.close()
 
     # --- configuration -------------------------------------------------------------------------
 
@@ -154,6 +169,8 @@ class Engine:
         """
         old = self.settings
         self.settings = old.updated({k.replace("__", "."): v for k, v in overrides.items()})
+        if self._generator is not None:
+            self._submit(self._generator.aclose())
         self._generator = None
         if old.selection != self.settings.selection:
             self.semantic.close()
@@ -165,6 +182,10 @@ class Engine:
             getattr(old, k) != getattr(self.settings, k)
             for k in ("servers_dir", "skills_dir", "workspace_dir")
         )
+        self.bridge.settings = self.settings
+        if paths_changed:  # another tool tree or project: its servers, not these
+            old_bridge, self.bridge = self.bridge, Bridge(self.settings)
+            self._submit(old_bridge.close())
         if sandbox_old != sandbox_new or paths_changed:
             old_pool = self.pool
             self.pool = self._make_pool(True)
@@ -312,6 +333,45 @@ class Engine:
         )
         return Turn(plan=plan, result=result)
 
+    def resume(self, session: str = DEFAULT_SESSION, replay: bool = True) -> ResumeReport:
+        """Take up a session an earlier kernel left in its log: the conversation comes back, and
+        with ``replay`` the code that succeeded runs again (in order) to rebuild the variables."""
+        log = self.log(session)
+        records = log.load()
+        report = ResumeReport(turns=len(records))
+        log.records = records
+        if replay:
+            self._call(self.pool.discard(session))
+            for record in records:
+                if not record.ok:
+                    continue
+                result = self._wait(self._submit(self._execute(record.code, session, None, None)))
+                report.replayed += 1
+                if not result.ok:
+                    report.failures.append(
+                        f"{record.request or record.code[:60]!r}: {result.summary()}"
+                    )
+        return report
+
+    def save_skill(
+        self,
+        name: str,
+        *,
+        session: str = DEFAULT_SESSION,
+        description: str = "",
+        force: bool = False,
+    ) -> Path:
+        """Keep the session's last successful code as ``skills/<name>``."""
+        from .skills import SkillError, save_skill
+
+        done = [r for r in self.log(session).records if r.ok]
+        if not done:
+            raise SkillError("There is no successful cell in this session to save as a skill yet.")
+        last = done[-1]
+        return save_skill(
+            self.settings.skills_dir, name, last.code, description, last.request, force=force
+        )
+
     def reset(self, session: str = DEFAULT_SESSION) -> None:
         """A fresh interpreter for the session; the workspace stays as it is."""
         self._call(self.pool.discard(session))
@@ -332,11 +392,26 @@ class Engine:
         sandbox = await self.pool.lease(session)
         limit = self.settings.sandbox.timeout if timeout is None else timeout
         result = await sandbox.execute(code, timeout=limit, on_stream=on_stream)
-        if (result.error is not None and result.error.kind in _REPLACEABLE) or not sandbox.alive:
+        reason = None
+        if result.error is not None and result.error.kind in _REPLACEABLE:
+            reason = {"timeout": "time limit", "limit": "resource limit"}.get(
+                result.error.kind, "the sandbox stopped"
+            )
+        elif result.strays:
+            reason = f"the code left {result.strays} process(es) running"
+        elif not sandbox.alive:
+            reason = "the sandbox stopped"
+        if reason is not None:
             await self.pool.discard(session)
             result.notices.append(
-                "This session now has a fresh sandbox: variables from earlier cells are gone; "
-                "files in /workspace are kept."
+                f"This session now has a fresh sandbox ({reason}): variables from earlier "
+                "cells are gone; files in /workspace are kept."
+            )
+        missing = packages.missing(self.settings)
+        if missing and result.error is not None and result.error.ename == "ModuleNotFoundError":
+            result.notices.append(
+                f"The sandbox packages {', '.join(missing)} are not installed yet: run "
+                "`python -m cemcp_kernel sandbox-packages`."
             )
         if result.truncated_chars:
             result.notices.append(
@@ -395,11 +470,15 @@ class Engine:
 
 
 def _describe_path(path: Path, root: Path) -> str:
+    """One listing line; symlinks are not followed (the sandbox may point them at host files)."""
     name = "/workspace/" + str(path.relative_to(root))
     try:
-        return f"{name}/" if path.is_dir() else f"{name} ({path.stat().st_size:,} bytes)"
+        info = path.lstat()
     except OSError:
         return name
+    if stat.S_ISLNK(info.st_mode):
+        return f"{name} (symlink)"
+    return f"{name}/" if stat.S_ISDIR(info.st_mode) else f"{name} ({info.st_size:,} bytes)"
 
 
 class _Relay:

@@ -33,3 +33,7 @@ class SandboxError(CemcpError):
 
 class SandboxUnavailable(SandboxError):
     """No backend that isolates code works on this host."""
+
+
+class McpServerError(CemcpError):
+    """A live MCP server is misconfigured, cannot be started, or failed a call."""

@@ -6,6 +6,7 @@ so that a session can be resumed after a kernel restart.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .generation.prompt import Turn
+from .paths import open_in
 
 HISTORY_TURNS = 6
 
@@ -32,22 +34,28 @@ class Record(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
-def session_file(workspace: Path, session: str) -> Path:
+def session_file_name(session: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", session).strip("._") or "default"
-    return workspace / "sessions" / f"{safe}.jsonl"
+    return f"{safe}.jsonl"
 
 
 class SessionLog:
+    """The log lives in the workspace, which the sandbox can change: it is opened through
+    :func:`open_in`, so a symlink planted there cannot make the host write elsewhere."""
+
     def __init__(self, workspace: Path, session: str) -> None:
         self.session = session
-        self.path = session_file(workspace, session)
+        self.workspace = workspace
+        self.name = session_file_name(session)
+        self.path = workspace / "sessions" / self.name
         self.records: list[Record] = []
 
     def record(self, record: Record) -> None:
         self.records.append(record)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
+            fd = open_in(self.workspace, "sessions", self.name, flags=flags)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
                 handle.write(record.model_dump_json() + "\n")
         except OSError:
             pass  # the in-memory history still works; a full disk must not fail the cell
@@ -59,10 +67,14 @@ class SessionLog:
 
     def load(self) -> list[Record]:
         """Records saved by an earlier kernel for this session; unreadable lines are skipped."""
-        if not self.path.is_file():
+        try:
+            fd = open_in(self.workspace, "sessions", self.name, flags=os.O_RDONLY)
+        except OSError:
             return []
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
         records = []
-        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in text.splitlines():
             try:
                 records.append(Record.model_validate_json(line))
             except ValueError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import sys
 from typing import Any
 
 _magics: Any = None
@@ -19,10 +18,7 @@ def load_ipython_extension(ipython: Any) -> None:
     _magics = McpMagics(ipython)
     ipython.register_magics(_magics)
     atexit.register(unload_ipython_extension, ipython)
-    try:
-        _magics.engine  # noqa: B018 - starts the engine thread and the pool warm-up
-    except Exception as exc:  # e.g. a bad setting: the kernel lives, each %%mcp cell says why
-        print(f"cemcp: not started yet: {exc}", file=sys.stderr)
+    _magics.start_engine()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

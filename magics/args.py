@@ -31,7 +31,7 @@ class CellArgs(BaseModel):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse would exit the kernel
-        raise UsageError(f"%%mcp: {message}\n{self.format_usage()}")
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage()}")
 
 
 def _cell_parser() -> _Parser:
@@ -74,3 +74,33 @@ def parse_assignments(line: str) -> dict[str, str]:
             raise UsageError(f"%mcp_config: expected key=value, got {word!r}")
         pairs[key.strip()] = value
     return pairs
+
+
+class SkillArgs(BaseModel):
+    """``%mcp_skill save NAME [--description TEXT] [--force]``."""
+
+    name: str
+    description: str = ""
+    force: bool = False
+
+
+def parse_skill_args(line: str) -> SkillArgs:
+    parser = _Parser(prog="%mcp_skill", add_help=False)
+    parser.add_argument("action", choices=["save"])
+    parser.add_argument("name")
+    parser.add_argument("--description", default="")
+    parser.add_argument("--force", action="store_true")
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"%mcp_skill: cannot read the arguments: {exc}") from None
+    values = vars(parser.parse_args(words))
+    values.pop("action")
+    return SkillArgs(**values)
+
+
+def parse_resume_args(line: str) -> bool:
+    """True to replay the saved code (the default), False for ``--no-replay``."""
+    parser = _Parser(prog="%mcp_resume", add_help=False)
+    parser.add_argument("--no-replay", action="store_true")
+    return not parser.parse_args(shlex.split(line)).no_replay

@@ -8,12 +8,11 @@ traceback (or cemcp's message) and marks the cell as failed, so "Run all" stops 
 from __future__ import annotations
 
 import html
-import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cemcp_kernel.sandbox.results import ErrorInfo, Value
+if TYPE_CHECKING:
+    from cemcp_kernel.sandbox.results import ErrorInfo, Value
 
-MAX_TABLE_ROWS = 50
 Bundle = tuple[dict[str, Any], dict[str, Any]]
 
 
@@ -69,47 +68,42 @@ class Notice:
 
 
 class Result:
-    """The value of the code's last expression: a table for records, JSON for plain data."""
+    """The value of the code's last expression: JSON as a collapsible tree, an image, or text.
+    Tables are :class:`magics.views.TableView` (see :func:`result_view`)."""
 
     def __init__(self, value: Value, provenance: dict[str, Any] | None = None) -> None:
         self.value = value
         self.provenance = provenance or {}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Bundle:
-        data: dict[str, Any] = {"text/plain": self.value.repr}
-        rows = self.value.data if self.value.is_json else None
-        if _is_records(rows):
-            data["text/html"] = records_html(rows)
-        elif self.value.is_json and isinstance(rows, (dict, list)):
-            data["application/json"] = rows if isinstance(rows, dict) else {"items": rows}
-        return data, {"cemcp": {"kind": "result", "type": self.value.type, **self.provenance}}
+        value = self.value
+        data: dict[str, Any] = {"text/plain": value.repr}
+        if value.png is not None:
+            data["image/png"] = value.png
+        elif value.is_json and isinstance(value.data, (dict, list)) and value.data:
+            from .views import tree_html
+
+            data["text/html"] = tree_html(value.data)
+        return data, {"cemcp": {"kind": "result", "type": value.type, **self.provenance}}
 
 
-def _is_records(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(row, dict) for row in value)
+def result_view(value: Value, provenance: dict[str, Any] | None = None) -> Any:
+    """The display object for a value: a table widget for tables, :class:`Result` otherwise."""
+    if value.table is not None:
+        from .views import TableView
+
+        return TableView(value.table)
+    return Result(value, provenance)
 
 
-def records_html(rows: list[dict[str, Any]]) -> str:
-    columns: list[str] = []
-    for row in rows[:MAX_TABLE_ROWS]:
-        columns += [c for c in row if c not in columns]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(row.get(c)))}</td>" for c in columns) + "</tr>"
-        for row in rows[:MAX_TABLE_ROWS]
-    )
-    more = (
-        f"<caption style='caption-side:bottom'>first {MAX_TABLE_ROWS} of {len(rows)} rows</caption>"
-        if len(rows) > MAX_TABLE_ROWS
-        else ""
-    )
-    return f"<table>{more}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+class Figure:
+    """A figure the code drew in the sandbox."""
 
+    def __init__(self, png: str) -> None:
+        self.png = png
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Bundle:
+        return {"image/png": self.png, "text/plain": "<figure>"}, {"cemcp": {"kind": "figure"}}
 
 
 class SandboxCodeError(Exception):
@@ -120,9 +114,12 @@ class SandboxCodeError(Exception):
         self.error = error
 
     def _render_traceback_(self) -> list[str]:
-        if self.error.kind != "user" or not self.error.traceback:
-            return [f"{self.error.ename}: {self.error.evalue}"]
-        return self.error.traceback.rstrip("\n").splitlines()
+        error = self.error
+        if error.kind == "interrupted" and error.traceback:
+            return [*error.traceback.rstrip("\n").splitlines()[:-1], "KeyboardInterrupt"]
+        if error.kind != "user" or not error.traceback:
+            return [f"{error.ename}: {error.evalue}" if error.evalue else error.ename]
+        return error.traceback.rstrip("\n").splitlines()
 
 
 class CemcpMessage(Exception):

@@ -1,69 +1,175 @@
-"""The review widget: the code, the tools chosen, guardrail findings, and Run / Cancel.
+"""The review widget: code streamed in while the model writes, then highlighted and editable,
+with the tools chosen (and their scores), guardrail findings, token counts, and
+Run / Edit / Regenerate / Cancel.
 
 Clicks arrive as comm messages while the kernel is idle; Run executes in the session's sandbox
-and the result appears in the widget's output area below the buttons. ``run()`` and
+and the result appears in the widget's output area. ``run()``, ``edit()``, ``regenerate()`` and
 ``cancel()`` do the same from code.
 """
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 from IPython.display import display
 
-from .args import CellArgs
+from cemcp_kernel.errors import CemcpError
+
 from .display import Notice, highlight_html
 
 if TYPE_CHECKING:
     from cemcp_kernel.engine import Plan
 
+    from .args import CellArgs
     from .magics import McpMagics
 
 
+class Progress:
+    """A transient status line: streamed model output and what cemcp is waiting for.
+
+    Its text form is empty, so saved notebooks and nbval see the same thing whatever happened."""
+
+    def __init__(self, text: str) -> None:
+        self.widget = widgets.HTML(_status(text))
+        self._streamed: list[str] = []
+
+    def set(self, text: str) -> None:
+        self.widget.value = _status(text)
+
+    def stream(self, token: str) -> None:
+        self._streamed.append(token)
+        shown = html.escape("".join(self._streamed)[-2000:])
+        self.widget.value = _status("Generating code…") + f"<pre style='margin:0'>{shown}</pre>"
+
+    def close(self) -> None:
+        self.widget.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        data = self.widget._repr_mimebundle_(**kwargs)
+        if isinstance(data, dict):
+            data["text/plain"] = ""
+        return data
+
+
+def _status(text: str) -> str:
+    return f"<span style='color:#666'>⏳ {html.escape(text)}</span>"
+
+
 class Review:
-    def __init__(self, magics: McpMagics, plan: Plan, args: CellArgs) -> None:
+    def __init__(
+        self,
+        magics: McpMagics,
+        request: str,
+        args: CellArgs,
+        values: dict[str, str] | None = None,
+    ) -> None:
         self.magics = magics
-        self.plan = plan
+        self.request = request
+        self.values = values or {}  # notebook variables written into the request
         self.args = args
-        self.state = "pending"
-        self.output = widgets.Output()
+        self.plan: Plan | None = None
+        self.state = "generating"
+        self.progress = Progress("Generating code…")
+        self.code_view = widgets.HTML()
+        self.editor = widgets.Textarea(
+            layout={"width": "100%", "height": "14em", "display": "none"}
+        )
+        self.info = widgets.HTML()
         self.run_button = widgets.Button(description="Run", button_style="success", icon="play")
+        self.edit_button = widgets.Button(description="Edit", icon="pencil")
+        self.regenerate_button = widgets.Button(description="Regenerate", icon="refresh")
         self.cancel_button = widgets.Button(description="Cancel", icon="times")
         self.run_button.on_click(lambda _: self.run())
+        self.edit_button.on_click(lambda _: self.edit())
+        self.regenerate_button.on_click(lambda _: self._regenerate_clicked())
         self.cancel_button.on_click(lambda _: self.cancel())
-        code = widgets.HTML(highlight_html(plan.code))
-        tools = ", ".join(f"{t.qualname} ({t.score:.2f})" for t in plan.tools) or "none"
-        info = [f"Tools shown to the generator: {tools}"]
-        info += [f"⚠ {finding}" for finding in plan.findings]
+        self.output = widgets.Output()
+        self.buttons = [
+            self.run_button,
+            self.edit_button,
+            self.regenerate_button,
+            self.cancel_button,
+        ]
         self.widget = widgets.VBox(
             [
                 widgets.HTML("<b>Review the code before it runs in the sandbox</b>"),
-                code,
-                widgets.HTML("<br>".join(info)),
-                widgets.HBox([self.run_button, self.cancel_button]),
+                self.progress.widget,
+                self.code_view,
+                self.editor,
+                self.info,
+                widgets.HBox(self.buttons),
                 self.output,
             ]
         )
+        self._enable(False)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """The widget, with a text form that shows the code where widgets do not render."""
-        data = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(data, dict):
-            data["text/plain"] = f"Review (run with --yes to skip):\n{self.plan.code}".rstrip()
-        return data
+    @property
+    def code(self) -> str:
+        """The code Run executes: the edited text once Edit was used, else the generated code."""
+        if self.editor.layout.display != "none":
+            return self.editor.value
+        return self.plan.code if self.plan is not None else ""
 
-    def _done(self, state: str) -> None:
-        self.state = state
-        self.run_button.disabled = True
-        self.cancel_button.disabled = True
+    def generate(self) -> None:
+        """Ask the generator (again), streaming its output into the widget."""
+        self.state = "generating"
+        self._enable(False)
+        self.progress.widget.layout.display = None
+        self.progress._streamed.clear()
+        self.progress.set("Generating code…")
+        try:
+            self.plan = self.magics.engine.plan(
+                self.request,
+                session=self.magics.session,
+                tools=self.args.tools,
+                strict=self.args.strict,
+                on_token=self.progress.stream,
+                values=self.values,
+            )
+        except CemcpError as exc:
+            self.state = "failed"
+            self.progress.set(f"No code: {exc}")
+            raise
+        self.magics.last_plan = self.plan
+        self.progress.widget.layout.display = "none"
+        self.editor.value = self.plan.code
+        self.editor.layout.display = "none"
+        self.code_view.value = highlight_html(self.plan.code)
+        self.info.value = _describe(self.plan)
+        self.state = "pending"
+        self._enable(True)
+        if self.plan.blocked:
+            self.run_button.disabled = True
 
-    def run(self) -> None:
+    def edit(self) -> None:
+        """Show the code in an editor; Run then executes what is there."""
         if self.state != "pending":
             return
-        self._done("running")
+        self.editor.layout.display = None
+        self.code_view.layout.display = "none"
+
+    def regenerate(self) -> None:
+        if self.state == "pending":
+            self.code_view.layout.display = None
+            self.generate()
+
+    def _regenerate_clicked(self) -> None:
+        try:
+            self.regenerate()
+        except CemcpError:
+            pass  # the message is in the widget; there is no cell to raise into
+
+    def run(self) -> None:
+        if self.state != "pending" or self.plan is None:
+            return
+        self.state = "running"
+        self._enable(False)
+        code = self.code
+        plan = self.plan if code == self.plan.code else None  # edited code is the user's own
         with self.output:
-            value = self.magics.run_code(self.plan.code, self.args, self.plan)
+            value = self.magics.run_code(code, self.args, plan)
             if value is not None:
                 display(value)
         self.state = "done"
@@ -71,6 +177,34 @@ class Review:
     def cancel(self) -> None:
         if self.state != "pending":
             return
-        self._done("cancelled")
+        self.state = "cancelled"
+        self._enable(False)
         with self.output:
             display(Notice("Cancelled: the code did not run."))
+
+    def _enable(self, enabled: bool) -> None:
+        for button in self.buttons:
+            button.disabled = not enabled
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget, with a text form that shows the code where widgets do not render."""
+        data = self.widget._repr_mimebundle_(**kwargs)
+        if isinstance(data, dict):
+            data["text/plain"] = f"Review (run with --yes to skip):\n{self.code}".rstrip()
+        return data
+
+
+def _describe(plan: Plan) -> str:
+    generated = plan.generated
+    tools = ", ".join(f"{t.qualname} ({t.score:.2f})" for t in plan.tools) or "none"
+    source = f"model {generated.model}" if generated.model else "the rule-based generator"
+    lines = [f"Tools shown to {source}: {html.escape(tools)}"]
+    if generated.prompt_tokens or generated.completion_tokens:
+        lines.append(
+            f"Tokens: {generated.prompt_tokens:,} prompt, {generated.completion_tokens:,} completion"
+            + (f" ({generated.attempts} attempts)" if generated.attempts > 1 else "")
+        )
+    for finding in plan.findings:
+        mark = "⛔ blocked" if finding in plan.blocked else "⚠"
+        lines.append(f"{mark} {html.escape(str(finding))}")
+    return "<br>".join(lines)

@@ -91,7 +91,7 @@ class CellOutput:
         for out in self.outputs:
             if out["msg_type"] == "stream":
                 parts.append(out["content"]["text"])
-            elif out["msg_type"] in ("execute_result", "display_data"):
+            elif out["msg_type"] in ("execute_result", "display_data", "update_display_data"):
                 parts.append(out["content"]["data"].get("text/plain", ""))
             elif out["msg_type"] == "error":
                 parts.append("\n".join(out["content"]["traceback"]))
@@ -119,7 +119,13 @@ class KernelSession:
         result = CellOutput(status="")
 
         def hook(msg: dict[str, Any]) -> None:
-            if msg["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+            if msg["msg_type"] in (
+                "stream",
+                "execute_result",
+                "display_data",
+                "update_display_data",
+                "error",
+            ):
                 result.outputs.append({"msg_type": msg["msg_type"], "content": msg["content"]})
 
         reply = self.client.execute_interactive(code, output_hook=hook, timeout=timeout)
@@ -131,8 +137,9 @@ class KernelSession:
         return int(self.manager.provisioner.pid)  # type: ignore[union-attr]
 
     def shutdown(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=False)
+        if self.manager.has_kernel:
+            self.client.stop_channels()
+            self.manager.shutdown_kernel(now=False)
 
 
 @pytest.fixture(scope="session")
@@ -170,3 +177,11 @@ def start_kernel(installed_kernelspec: str, tmp_path: Path) -> Iterator[Any]:
     yield start
     for session in sessions:
         session.shutdown()
+
+
+@pytest.fixture(scope="session")
+def live_project(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A project whose servers/ holds wrappers generated from live third-party servers."""
+    from .live_servers import make_live_project
+
+    return make_live_project(tmp_path_factory.mktemp("live-project"))

@@ -26,11 +26,22 @@ def context(request: str = "add 2 and 3") -> PromptContext:
     return PromptContext(request=request, tools=tools, all_tools=CATALOG.tools)
 
 
+def run(model: ModelSettings, on_token=None) -> GeneratedCode:
+    async def generate_and_close() -> GeneratedCode:
+        generator = ModelGenerator(model)
+        try:
+            return await generator.generate(context(), on_token)
+        finally:
+            await generator.aclose()
+
+    return asyncio.run(generate_and_close())
+
+
 def generate(server: ScriptedOpenAI, on_token=None, **settings) -> GeneratedCode:
     model = ModelSettings(
         base_url=server.base_url, api_key="sk-test", name="test-model", **settings
     )
-    return asyncio.run(ModelGenerator(model).generate(context(), on_token))
+    return run(model, on_token)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +136,7 @@ def test_azure_deployment_urls(openai_server: ScriptedOpenAI) -> None:
         azure_deployment="my-gpt",
         azure_api_version="2024-10-21",
     )
-    assert asyncio.run(ModelGenerator(model).generate(context())).code == GOOD
+    assert run(model).code == GOOD
     request = openai_server.requests[0]
     assert request.path == "/openai/deployments/my-gpt/chat/completions?api-version=2024-10-21"
     assert request.headers["api-key"] == "azure-key"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -120,3 +121,104 @@ def test_status_says_how_tools_are_selected(magics: McpMagics, capsys) -> None:
     assert (
         "selection: keyword (BM25): semantic selection is off (selection.semantic = false)" in out
     )
+
+
+def test_review_streams_regenerates_and_runs_edited_code(
+    magics: McpMagics, openai_server: ScriptedOpenAI
+) -> None:
+    first = "```python\nfrom servers.calculator.add import add\n\nadd(1, 2)\n```"
+    second = "```python\nfrom servers.calculator.add import add\n\nadd(2, 3)\n```"
+    openai_server.add(first, second)
+    magics.engine.configure(model__base_url=openai_server.base_url, model__api_key="k")
+    magics.mcp("-o answer", "add two numbers")
+    review = magics.last_review
+    assert review is not None and review.plan is not None
+    assert "".join(review.progress._streamed) == first  # the reply arrived token by token
+    assert "add(1, 2)" in review.code and "Tokens:" in review.info.value
+    assert "calculator.add" in review.info.value
+    review.regenerate()
+    assert "add(2, 3)" in review.code
+    assert openai_server.requests[-1].body["stream"] is True
+    review.edit()
+    review.editor.value = "from servers.calculator.add import add\n\nadd(10, 20)\n"
+    review.run()
+    assert magics.shell.user_ns["answer"] == 30
+    assert review.run_button.disabled and review.state == "done"
+
+
+@pytest.fixture
+def own_tree(tmp_path, engine: Engine):
+    """Servers (the calculator plus a broken file) and skills in temporary folders."""
+    import shutil
+
+    from .conftest import ROOT
+
+    servers, skills = tmp_path / "servers", tmp_path / "skills"
+    shutil.copytree(ROOT / "servers" / "calculator", servers / "calculator")
+    (servers / "broken").mkdir()
+    (servers / "broken" / "oops.py").write_text("def oops(:\n")
+    skills.mkdir()
+    engine.configure(servers_dir=str(servers), skills_dir=str(skills))
+    return servers, skills
+
+
+def test_history_lists_the_sessions_turns(magics: McpMagics) -> None:
+    magics.mcp("--yes", "Calculate 5 + 3")
+    with pytest.raises(SandboxCodeError):
+        magics.mcp("--code", "1 / 0")
+    view = magics.mcp_history("")
+    assert [row[1] for row in view.table.rows] == ["Calculate 5 + 3", "(code)"]
+    assert [row[4] for row in view.table.rows] == ["ok", "error"]
+    assert view.table.rows[0][5] == "calculator.calculate"
+
+
+def test_resume_brings_back_conversation_and_variables(settings, magics: McpMagics) -> None:
+    magics.mcp("--code", "rows = [3, 4]")
+    magics.mcp("--yes", "Calculate 5 + 3")
+    with Engine(settings) as restarted:  # a new kernel on the same workspace
+        magics._engine = restarted
+        magics.mcp_resume("")
+        assert [r.request for r in restarted.log(magics.session).records] == ["", "Calculate 5 + 3"]
+        assert magics.mcp("--code", "sum(rows)")._repr_mimebundle_()[0]["text/plain"] == "7"
+    with Engine(settings) as again:
+        magics._engine = again
+        magics.mcp_resume("--no-replay")
+        with pytest.raises(SandboxCodeError, match="NameError"):
+            magics.mcp("--code", "rows")
+
+
+def test_a_saved_skill_is_found_offered_and_importable(magics: McpMagics, own_tree) -> None:
+    _, skills = own_tree
+    magics.mcp("--code", "from servers.calculator.add import add\ntotal = add(40, 2)\ntotal")
+    magics.mcp_skill('save answer --description "The answer, computed with the calculator."')
+    assert (
+        (skills / "answer" / "SKILL.md")
+        .read_text()
+        .startswith(
+            "---\nname: answer\ndescription: The answer, computed with the calculator.\n---"
+        )
+    )
+    skill = magics.engine.catalog().get("answer.answer")
+    assert skill is not None and skill.kind == "skill"
+    assert skill.import_line == "from skills.answer import answer"
+    assert magics.engine.select("answer computed calculator")[0].tool.qualname == "answer.answer"
+    shown = magics.mcp("--code", "from skills.answer import answer\nanswer()")
+    assert shown._repr_mimebundle_()[0]["text/plain"] == "42"
+    with pytest.raises(CemcpMessage, match="exists already"):
+        magics.mcp_skill("save answer")
+
+
+def test_tool_browser_searches_details_and_broken_files(magics: McpMagics, own_tree) -> None:
+    browser = magics.mcp_tools("")
+    text = browser.text()
+    assert "calculator:" in text and "calculator.add(a: float, b: float) -> float" in text
+    assert "broken: " in text and "oops.py" in text and "syntax error" in text
+    browser.search.value = "multiply two numbers"
+    assert browser.listing.value == "calculator.multiply"
+    card = re.sub(r"<[^>]+>", "", browser.card.value)
+    assert "from servers.calculator.multiply import multiply" in card
+    assert "multiply(a=0.0, b=0.0)" in card
+    browser.detail.value = "source"
+    assert "Source" in browser.card.value and "return" in browser.card.value
+    browser.detail.value = "name"
+    assert browser.listing.options[0][0] == "calculator.multiply"

@@ -33,6 +33,8 @@ class Generator(Protocol):
         self, context: PromptContext, on_token: TokenCallback | None = None
     ) -> GeneratedCode: ...
 
+    async def aclose(self) -> None: ...
+
 
 def make_generator(settings: Settings) -> Generator:
     """The configured model, else the rule-based generator."""

@@ -61,6 +61,12 @@ class ModelGenerator:
                 self._client = AsyncOpenAI(api_key=key, base_url=s.base_url, **common)
         return self._client
 
+    async def aclose(self) -> None:
+        """Close the HTTP client on the loop that used it."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def generate(
         self, context: PromptContext, on_token: TokenCallback | None = None
     ) -> GeneratedCode:

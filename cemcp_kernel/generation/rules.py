@@ -40,6 +40,9 @@ CAPABILITIES = (
 class RuleGenerator:
     name = "rules"
 
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
     async def generate(
         self, context: PromptContext, on_token: TokenCallback | None = None
     ) -> GeneratedCode:

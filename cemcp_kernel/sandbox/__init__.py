@@ -11,11 +11,17 @@ from .channel import ToolHandler
 
 
 def backend_class(name: str) -> type[AgentSandbox]:
+    if name == "microsandbox":
+        from .microsandbox import MicrosandboxSandbox
+
+        return MicrosandboxSandbox
     if name == "bubblewrap":
         from .bubblewrap import BubblewrapSandbox
 
         return BubblewrapSandbox
-    raise SandboxUnavailable(f"Unknown sandbox backend {name!r}; use auto or bubblewrap.")
+    raise SandboxUnavailable(
+        f"Unknown sandbox backend {name!r}; use auto, microsandbox or bubblewrap."
+    )
 
 
 class SandboxFactory:

@@ -12,7 +12,7 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import Protocol
 
-from ..config import SandboxSettings
+from ..config import SandboxSettings, Settings
 from ..errors import SandboxError
 from .channel import AgentChannel, StreamCallback, ToolHandler
 from .results import ErrorInfo, ExecutionResult
@@ -39,6 +39,44 @@ class Sandbox(Protocol):
         self, code: str, *, timeout: float | None = None, on_stream: StreamCallback | None = None
     ) -> ExecutionResult: ...
 
+    def _classify(
+        self, result: ExecutionResult, timed_out: bool, timeout: float
+    ) -> ErrorInfo | None:
+        """Say which limit or event ended the code, in words a user can act on."""
+        error = result.error
+        if timed_out:
+            return ErrorInfo(
+                kind="timeout",
+                ename="TimeoutError",
+                evalue=f"The code ran longer than {timeout:g} s and was stopped. "
+                "Give it more time with --timeout SECONDS.",
+            )
+        if error is None:
+            return None
+        if self._interrupted:
+            if error.kind == "sandbox":
+                error.evalue = (
+                    f"The code did not stop within {INTERRUPT_GRACE_S:g} s of the interrupt, "
+                    "so its sandbox was stopped."
+                )
+            error.kind = "interrupted"
+        elif error.ename == "MemoryError" or self.memory_exceeded():
+            error.kind = "limit"
+            error.evalue = (
+                f"The code needed more than the sandbox's {self.limits.memory_mb} MiB of memory."
+            )
+        elif result.strays and _out_of_processes(error):
+            error.kind = "limit"
+            error.evalue = (
+                f"The code tried to start more than the sandbox's {self.limits.max_processes} "
+                "processes."
+            )
+        return error
+
+    def memory_exceeded(self) -> bool:
+        """True when the backend saw the memory limit kill a process (backends that can tell)."""
+        return False
+
     async def interrupt(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -60,6 +98,12 @@ class AgentSandbox(ABC):
         self._interrupted = False
 
     # --- subclass hooks ------------------------------------------------------------------------
+
+    @classmethod
+    async def preflight(cls, settings: Settings) -> None:
+        """Cheap checks a probe runs before booting anything; raise SandboxUnavailable with the
+        reason, so that a backend that cannot work here is refused at once."""
+        return None
 
     @abstractmethod
     async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:
@@ -147,23 +191,48 @@ class AgentSandbox(ABC):
                 ename="SandboxError",
                 evalue=f"The sandbox stopped while running the code ({channel.closed}).",
             )
+        result.error = self._classify(result, timed_out, timeout)
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        result.sandbox = self.id
+        return result
+
+    def _classify(
+        self, result: ExecutionResult, timed_out: bool, timeout: float
+    ) -> ErrorInfo | None:
+        """Say which limit or event ended the code, in words a user can act on."""
+        error = result.error
         if timed_out:
-            result.error = ErrorInfo(
+            return ErrorInfo(
                 kind="timeout",
                 ename="TimeoutError",
                 evalue=f"The code ran longer than {timeout:g} s and was stopped. "
                 "Give it more time with --timeout SECONDS.",
             )
-        elif self._interrupted and result.error is not None:
-            result.error.kind = "interrupted"
-        elif result.error is not None and result.error.ename == "MemoryError":
-            result.error.kind = "limit"
-            result.error.evalue = (
+        if error is None:
+            return None
+        if self._interrupted:
+            if error.kind == "sandbox":
+                error.evalue = (
+                    f"The code did not stop within {INTERRUPT_GRACE_S:g} s of the interrupt, "
+                    "so its sandbox was stopped."
+                )
+            error.kind = "interrupted"
+        elif error.ename == "MemoryError" or self.memory_exceeded():
+            error.kind = "limit"
+            error.evalue = (
                 f"The code needed more than the sandbox's {self.limits.memory_mb} MiB of memory."
             )
-        result.duration_ms = (time.perf_counter() - started) * 1000
-        result.sandbox = self.id
-        return result
+        elif result.strays and _out_of_processes(error):
+            error.kind = "limit"
+            error.evalue = (
+                f"The code tried to start more than the sandbox's {self.limits.max_processes} "
+                "processes."
+            )
+        return error
+
+    def memory_exceeded(self) -> bool:
+        """True when the backend saw the memory limit kill a process (backends that can tell)."""
+        return False
 
     async def interrupt(self) -> None:
         """Stop the code under way: KeyboardInterrupt inside, or the sandbox killed after a grace."""
@@ -193,3 +262,9 @@ class AgentSandbox(ABC):
             error=ErrorInfo(kind=kind, ename=ename, evalue=message),  # type: ignore[arg-type]
             sandbox=self.id,
         )
+
+
+def _out_of_processes(error: ErrorInfo) -> bool:
+    return (
+        error.ename in ("BlockingIOError", "OSError") and "temporarily unavailable" in error.evalue
+    )

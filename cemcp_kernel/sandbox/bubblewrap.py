@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -16,16 +17,19 @@ import sys
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import SandboxUnavailable
-from .backend import AgentSandbox
+from ..errors import SandboxError, SandboxUnavailable
+from . import cgroups, packages
+from .backend import READY_TIMEOUT_S, AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
 LIB = "/opt/cemcp/lib"
+SITE = "/opt/cemcp/site"
 SANDBOX_UID = 1000
 _SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts")
 _STDERR_TAIL = 4000
+_KILL_WAIT_S = 5.0
 
 
 def find_bwrap() -> Path:
@@ -56,9 +60,9 @@ def interpreter_mounts() -> tuple[list[str], str, dict[str, str]]:
         prefix = Path("/opt/python")
         args += ["--ro-bind", str(base), str(prefix)]
         env["LD_LIBRARY_PATH"] = f"{prefix}/lib"
-    for packages in ("site-packages", "dist-packages"):
-        if (base / "lib" / name / packages).is_dir():
-            args += ["--tmpfs", f"{prefix}/lib/{name}/{packages}"]
+    for folder in ("site-packages", "dist-packages"):
+        if (base / "lib" / name / folder).is_dir():
+            args += ["--tmpfs", f"{prefix}/lib/{name}/{folder}"]
     if (Path("/usr/lib/python3/dist-packages")).is_dir():
         args += ["--tmpfs", "/usr/lib/python3/dist-packages"]
     return args, f"{prefix}/bin/{name}", env
@@ -116,6 +120,11 @@ def build_command(
     python_args, python, python_env = interpreter_mounts()
     argv += python_args
     argv += ["--dir", LIB, "--ro-bind", str(AGENT_SOURCE), f"{LIB}/cemcp_sandbox.py"]
+    paths = [LIB]
+    site = packages.site_dir(settings)
+    if site is not None and not packages.missing(settings):
+        argv += ["--ro-bind", str(site), SITE]
+        paths.append(SITE)
     for folder, target in ((settings.servers_dir, "servers"), (settings.skills_dir, "skills")):
         if folder.is_dir():
             argv += ["--ro-bind", str(folder), f"{LIB}/{target}"]
@@ -128,6 +137,7 @@ def build_command(
                 ]
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     argv += ["--bind", str(settings.workspace_dir), "/workspace", "--chdir", "/workspace"]
+    argv += ["--remount-ro", "/"]  # the root tmpfs holding the mount points: nothing to write there
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -136,11 +146,44 @@ def build_command(
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
+        # One thread per numeric library: thread pools sized to the host's cores would exhaust
+        # the sandbox's process limit on a large machine.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
         **python_env,
     }
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", "--path", LIB, *agent_args]
+    path_args = [arg for path in paths for arg in ("--path", path)]
+    return argv, [python, "-I", "-S", f"{LIB}/cemcp_sandbox.py", *path_args, *agent_args]
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _read_child_pid(fd: int) -> int:
+    """The host pid of the sandbox's first process, from bwrap's --info-fd JSON."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
+    data = b""
+    while True:
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _resolve, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise SandboxError(f"bubblewrap did not report its sandbox process: {data!r}")
+        data += chunk
+        try:
+            return int(json.loads(data)["child-pid"])
+        except (ValueError, KeyError):
+            continue
 
 
 def _memfd(data: bytes) -> int:
@@ -161,16 +204,37 @@ class BubblewrapSandbox(AgentSandbox):
         self._proc: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr = bytearray()
+        self._cgroup: cgroups.Cgroup | None = None
+
+    def _make_cgroup(self, support: cgroups.Support) -> cgroups.Cgroup:
+        limits = self.limits
+        # tmpfs pages written in /tmp are charged to the sandbox too.
+        memory = (limits.memory_mb + limits.tmp_size_mb + 64) * 1024 * 1024
+        return cgroups.Cgroup(support, self.id, limits.max_processes + 8, memory)
+
+    def memory_exceeded(self) -> bool:
+        return self._cgroup is not None and self._cgroup.oom_kills() > 0
 
     async def _launch(self, channel_factory: type[AgentChannel]) -> AgentChannel:
         bwrap = find_bwrap()
+        support = cgroups.detect()
         fds: list[int] = []
+        ours: list[int] = []
         try:
             data_fds = {}
             for target, content in identity_files().items():
                 data_fds[target] = _memfd(content)
                 fds.append(data_fds[target])
             options, command = build_command(self.settings, self.agent_args(), data_fds)
+            if support is not None:
+                # bwrap reports the sandbox's first process on --info-fd and waits on
+                # --block-fd until it is in its cgroup, before anything inside can fork.
+                info_read, info_write = os.pipe()
+                block_read, block_write = os.pipe()
+                fds += [info_write, block_read]
+                ours += [info_read, block_write]
+                options += ["--info-fd", str(info_write), "--block-fd", str(block_read)]
+                self._cgroup = self._make_cgroup(support)
             # bwrap stays as pid 1 inside the sandbox, where /proc/1 shows its command line and
             # environment: give it neither (options through a descriptor, empty environment).
             args_fd = _memfd(b"".join(a.encode() + b"\0" for a in options))
@@ -188,8 +252,15 @@ class BubblewrapSandbox(AgentSandbox):
                 start_new_session=True,  # Jupyter's SIGINT to the kernel's group must not reach it
                 pass_fds=fds,
             )
-        finally:
             for fd in fds:
+                os.close(fd)
+            fds = []
+            if self._cgroup is not None:
+                child = await asyncio.wait_for(_read_child_pid(ours[0]), READY_TIMEOUT_S)
+                self._cgroup.add(child)
+                os.write(ours[1], b"1")
+        finally:
+            for fd in fds + ours:
                 os.close(fd)
         proc = self._proc
         assert proc.stdin is not None
@@ -228,12 +299,22 @@ class BubblewrapSandbox(AgentSandbox):
 
     async def _terminate(self) -> None:
         proc = self._proc
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if proc is not None:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    # A busy host kernel can take long to tear down a killed sandbox's
+                    # namespaces: stop waiting; the child watcher reaps it when it is gone.
+                    await asyncio.wait_for(proc.wait(), _KILL_WAIT_S)
+            if proc.stdin is not None:
+                proc.stdin.close()
+        if self._tasks:
+            # The pumps end at EOF once the sandbox's last process is gone; that closes the pipes.
+            _, stuck = await asyncio.wait(self._tasks, timeout=2)
+            for task in stuck:
+                task.cancel()
+            await asyncio.gather(*stuck, return_exceptions=True)
+        if self._cgroup is not None:
+            cgroup, self._cgroup = self._cgroup, None
+            await asyncio.to_thread(cgroup.remove)

@@ -19,9 +19,13 @@ from pydantic import BaseModel
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
 from ..paths import cache_dir
+from .backend import AgentSandbox
+from .results import ExecutionResult
 
 # Strongest first. "process" is never chosen by auto: it does not isolate.
-STRENGTH = ("bubblewrap",)
+STRENGTH = ("microsandbox", "bubblewrap")
+# A bound on one probe however a backend misbehaves; each backend bounds its own boot tighter.
+PROBE_TIMEOUT_S = 240.0
 
 
 class BackendReport(BaseModel):
@@ -39,20 +43,25 @@ def _host_key(settings: Settings) -> str:
 
 
 async def probe(name: str, settings: Settings) -> BackendReport:
-    """Boot one sandbox of this backend and run ``1 + 1`` in it."""
+    """Check, then boot one sandbox of this backend and run ``1 + 1`` in it.
+
+    Never raises: whatever goes wrong with one backend is its report's reason, so that it cannot
+    keep ``auto`` from choosing another.
+    """
     from . import backend_class
 
     cls = backend_class(name)
     started = time.perf_counter()
     try:
-        sandbox = cls(settings, None)
-        await sandbox.start()
-        try:
-            result = await sandbox.execute("1 + 1", timeout=30)
-        finally:
-            await sandbox.close()
+        result = await asyncio.wait_for(_check_boot_and_run(cls, settings), PROBE_TIMEOUT_S)
     except (SandboxError, OSError) as exc:
         return BackendReport(name=name, works=False, isolation=cls.isolation, reason=str(exc))
+    except asyncio.TimeoutError:
+        reason = f"{name}: no answer within {PROBE_TIMEOUT_S:g} s"
+        return BackendReport(name=name, works=False, isolation=cls.isolation, reason=reason)
+    except Exception as exc:  # a bug or an SDK surprise: report it, never break auto
+        reason = f"{name}: unexpected {type(exc).__name__}: {exc}"
+        return BackendReport(name=name, works=False, isolation=cls.isolation, reason=reason)
     if result.error is not None or result.value is None or result.value.data != 2:
         reason = result.error.evalue if result.error else "the agent gave a wrong answer"
         return BackendReport(name=name, works=False, isolation=cls.isolation, reason=reason)
@@ -60,6 +69,16 @@ async def probe(name: str, settings: Settings) -> BackendReport:
     return BackendReport(
         name=name, works=True, isolation=cls.isolation, reason="boots and runs code", boot_ms=boot
     )
+
+
+async def _check_boot_and_run(cls: type[AgentSandbox], settings: Settings) -> ExecutionResult:
+    await cls.preflight(settings)
+    sandbox = cls(settings, None)
+    try:
+        await sandbox.start()
+        return await sandbox.execute("1 + 1", timeout=30)
+    finally:
+        await sandbox.close()
 
 
 async def probe_all(settings: Settings, refresh: bool = False) -> list[BackendReport]:
@@ -72,7 +91,8 @@ async def probe_all(settings: Settings, refresh: bool = False) -> list[BackendRe
                 return [BackendReport.model_validate(r) for r in cached["reports"]]
         except (OSError, ValueError, KeyError):
             pass
-    reports = [await probe(name, settings) for name in STRENGTH]
+    # Side by side: a slow refusal of one backend does not add to the others' time.
+    reports = list(await asyncio.gather(*(probe(name, settings) for name in STRENGTH)))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "reports": [r.model_dump() for r in reports]}))

@@ -1,0 +1,97 @@
+"""Skills: approved code kept as a reusable, importable function.
+
+``skills/<name>/SKILL.md`` holds front matter (name, description) and how to use it;
+``skills/<name>/__init__.py`` holds the code as a function named like the skill, its imports at
+module level and its last expression returned. The catalog finds it like a tool, the prompt
+offers it, and the sandbox imports it: ``from skills.<name> import <name>``.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from pathlib import Path
+
+from .errors import CemcpError
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+
+
+class SkillError(CemcpError):
+    """A skill cannot be saved as asked."""
+
+
+def skill_source(name: str, code: str, description: str) -> str:
+    """The module text: imports first, then ``def <name>():`` returning the last expression."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise SkillError(f"The code does not parse (line {exc.lineno}: {exc.msg}).") from None
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    body = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    if body and isinstance(body[-1], ast.Expr):
+        body[-1] = ast.Return(value=body[-1].value)
+    lines = (description.strip() or f"The {name} skill.").splitlines()
+    text = lines[0] + "".join(f"\n    {line}".rstrip() for line in lines[1:])
+    doc = ast.Expr(value=ast.Constant(text + ("\n    " if len(lines) > 1 else "")))
+    function = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[doc, *(body or [ast.Pass()])],
+        decorator_list=[],
+        returns=None,
+    )
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        function.type_params = []
+    module = ast.Module(body=[*imports, function], type_ignores=[])
+    ast.fix_missing_locations(module)
+    return f'"""Skill {name}: {_first_line(description)}"""\n\n{ast.unparse(module)}\n'
+
+
+def skill_readme(name: str, description: str, request: str, code: str) -> str:
+    summary = _first_line(description)
+    return (
+        f"---\nname: {name}\ndescription: {summary}\n---\n\n"
+        f"# {name}\n\n{description.strip()}\n\n"
+        f"## How to use it\n\nIn a `%%mcp` cell, or in code run in the sandbox:\n\n"
+        f"```python\nfrom skills.{name} import {name}\n\nresult = {name}()\n```\n\n"
+        + (f"## Where it came from\n\nRequest: {request.strip()}\n\n" if request.strip() else "")
+        + f"```python\n{code.strip()}\n```\n"
+    )
+
+
+def save_skill(
+    skills_dir: Path, name: str, code: str, description: str, request: str = "", force: bool = False
+) -> Path:
+    """Write the skill's folder; refuses to overwrite unless ``force``."""
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise SkillError(
+            f"{name!r} is not a usable skill name: use letters, digits and underscores."
+        )
+    folder = skills_dir / name
+    if folder.exists() and not force:
+        raise SkillError(
+            f"A skill named {name!r} exists already ({folder}); pass --force to replace it."
+        )
+    source = skill_source(name, code, description or request)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").write_text(source)
+    (folder / "SKILL.md").write_text(skill_readme(name, description or request, request, code))
+    return folder
+
+
+def read_front_matter(path: Path) -> dict[str, str]:
+    """``key: value`` lines between the leading ``---`` markers of a SKILL.md."""
+    try:
+        match = _FRONT_MATTER.match(path.read_text())
+    except OSError:
+        return {}
+    if match is None:
+        return {}
+    pairs = (line.partition(":") for line in match.group(1).splitlines())
+    return {key.strip(): value.strip() for key, sep, value in pairs if sep}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""

@@ -100,20 +100,6 @@ class McpMagics(Magics):
         if args.code:
             return self.run_code(cell, args)
         request = cell.strip()
-        if not (args.yes or args.insert) and self.engine.settings.review != "auto":
-            from .review import Review
-
-            self.last_review = review = Review(self, request, args)
-            handle = display(review, display_id=True)
-            try:
-                review.generate()
-            except CemcpError as exc:
-                raise CemcpMessage(str(exc)) from None
-            if handle is not None:
-                handle.update(review)  # the text form now holds the code
-            if review.plan is not None and review.plan.blocked:
-                raise CemcpMessage(_blocked(review.plan))
-            return None
         from .review import Progress
 
         progress = Progress("Generating code…")
@@ -137,6 +123,12 @@ class McpMagics(Magics):
         if args.insert:
             self.shell.set_next_input(f"%%mcp --code\n{plan.code}", replace=False)
             display(Notice("The code is in the next cell: edit it, then run that cell."))
+            return None
+        if not args.yes and self.engine.settings.review != "auto":
+            from .review import Review
+
+            self.last_review = Review(self, plan, args)
+            display(self.last_review)
             return None
         display(Code(plan.code, caption=_caption(plan), provenance=_provenance(plan)))
         for finding in plan.findings:

@@ -25,7 +25,9 @@ from .conftest import ROOT
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (Debian: apt install chromium)"),
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="no chromium executable (Debian: apt install chromium)"
+    ),
 ]
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
@@ -69,9 +71,16 @@ def lab(tmp_path: Path, installed_kernelspec: str, workspace: Path) -> Iterator[
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"),
     }
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
-        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--ServerApp.port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if os.getuid() == 0:
         command.append("--allow-root")
@@ -95,15 +104,36 @@ def lab(tmp_path: Path, installed_kernelspec: str, workspace: Path) -> Iterator[
         log.close()
 
 
+def run_first_cell(page: object) -> None:
+    """Shift+Enter in the first cell, again until its prompt shows it was accepted: JupyterLab
+    reports the kernel idle a moment before its session takes execute requests."""
+    prompt = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first  # type: ignore[attr-defined]
+    for _ in range(12):
+        page.click(".jp-Notebook .jp-Cell .cm-content")  # type: ignore[attr-defined]
+        page.keyboard.press("Shift+Enter")  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if prompt.inner_text().strip() != "[ ]:":
+                return
+            time.sleep(0.1)
+    raise AssertionError("JupyterLab never ran the cell")
+
+
 def test_review_and_run_a_cell_in_jupyterlab(lab: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
             args=[
-                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
             ],
         )
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -111,11 +141,12 @@ def test_review_and_run_a_cell_in_jupyterlab(lab: str) -> None:
             page.goto(lab)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
             # The kernel is the notebook's own: cemcp, and idle before the cell runs.
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+            page.wait_for_selector(
+                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000
+            )
             page.screenshot(path=ARTIFACTS / "1-notebook-open.png")
 
-            page.click(".jp-Notebook .jp-Cell .cm-content")
-            page.keyboard.press("Shift+Enter")
+            run_first_cell(page)
             run = page.locator(".jp-OutputArea .widget-button", has_text="Run")
             run.wait_for(timeout=60_000)
             review = page.locator(".jp-OutputArea", has_text="Review the code before it runs")
@@ -128,9 +159,9 @@ def test_review_and_run_a_cell_in_jupyterlab(lab: str) -> None:
             text = table.inner_text()
             assert "calculator.add" in text and "calculator.multiply" in text
             assert run.is_disabled()
-            page.screenshot(path=ARTIFACTS / "3-result-table.png")
+            page.screenshot(path=ARTIFACTS / "3-result-table.png", full_page=True)
         except Exception:
-            page.screenshot(path=ARTIFACTS / "failure.png")
+            page.screenshot(path=ARTIFACTS / "failure.png", full_page=True)
             raise
         finally:
             browser.close()

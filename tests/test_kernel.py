@@ -8,8 +8,9 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpecManager
 
+from cemcp_kernel.scripted_model import ScriptedOpenAI
+
 from .conftest import SECRET_KEY
-from .openai_server import ScriptedOpenAI
 
 
 def test_kernelspec_is_installed_for_this_interpreter(installed_kernelspec: str) -> None:

@@ -10,10 +10,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from cemcp_kernel.engine import Engine
+from cemcp_kernel.scripted_model import ScriptedOpenAI
 from magics.display import CemcpMessage, SandboxCodeError
 from magics.magics import McpMagics
-
-from .openai_server import ScriptedOpenAI
 
 
 @pytest.fixture
@@ -159,8 +158,12 @@ def test_a_saved_skill_is_found_offered_and_importable(magics: McpMagics, own_tr
     _, skills = own_tree
     magics.mcp("--code", "from servers.calculator.add import add\ntotal = add(40, 2)\ntotal")
     magics.mcp_skill('save answer --description "The answer, computed with the calculator."')
-    assert (skills / "answer" / "SKILL.md").read_text().startswith(
-        "---\nname: answer\ndescription: The answer, computed with the calculator.\n---"
+    assert (
+        (skills / "answer" / "SKILL.md")
+        .read_text()
+        .startswith(
+            "---\nname: answer\ndescription: The answer, computed with the calculator.\n---"
+        )
     )
     skill = magics.engine.catalog().get("answer.answer")
     assert skill is not None and skill.kind == "skill"

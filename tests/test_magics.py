@@ -147,9 +147,11 @@ def test_resume_brings_back_conversation_and_variables(settings, magics: McpMagi
         magics.mcp_resume("")
         assert [r.request for r in restarted.log(magics.session).records] == ["", "Calculate 5 + 3"]
         assert magics.mcp("--code", "sum(rows)")._repr_mimebundle_()[0]["text/plain"] == "7"
-    with Engine(settings) as again:
+    with Engine(settings) as again:  # resuming again finds the whole session
         magics._engine = again
         magics.mcp_resume("--no-replay")
+        requests = [r.request for r in again.log(magics.session).records]
+        assert requests == ["", "Calculate 5 + 3", ""]
         with pytest.raises(SandboxCodeError, match="NameError"):
             magics.mcp("--code", "rows")
 

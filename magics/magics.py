@@ -166,11 +166,14 @@ class McpMagics(Magics):
         from .args import parse_assignments
 
         pairs = parse_assignments(line)
+        if not pairs:
+            return _Settings(self.engine.settings.public_dump())
         try:
-            settings = self.engine.configure(**pairs) if pairs else self.engine.settings
+            self.engine.configure(**pairs)
         except CemcpError as exc:
             raise CemcpMessage(str(exc)) from None
-        return _Settings(settings.public_dump())
+        display(Notice(f"Set {', '.join(pairs)} for this kernel."))
+        return None
 
     @line_magic
     def mcp_tools(self, line: str) -> Any:

@@ -84,7 +84,8 @@ def test_bad_input_gives_usage_errors_not_tracebacks(magics: McpMagics) -> None:
 
 
 def test_config_changes_apply_to_later_cells(magics: McpMagics) -> None:
-    shown = magics.mcp_config("sandbox.timeout=1")._repr_mimebundle_()
+    assert magics.mcp_config("sandbox.timeout=1") is None
+    shown = magics.mcp_config("")._repr_mimebundle_()
     assert "sandbox.timeout = 1.0" in shown["text/plain"]
     with pytest.raises(SandboxCodeError, match="longer than 1 s"):
         magics.mcp("--code", "import time\ntime.sleep(5)")

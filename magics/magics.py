@@ -104,8 +104,12 @@ class McpMagics(Magics):
 
         progress = Progress("Generating code…")
         display(progress)
+        if self._starting is not None and self._starting.is_alive():
+            progress.set("Starting cemcp (the sandbox pool warms up)…")
         try:
-            plan = self.engine.plan(
+            engine = self.engine
+            progress.set("Generating code…")
+            plan = engine.plan(
                 request,
                 session=self.session,
                 tools=args.tools,

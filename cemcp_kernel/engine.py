@@ -339,7 +339,7 @@ class Engine:
         log = self.log(session)
         records = log.load()
         report = ResumeReport(turns=len(records))
-        log.records = records
+        log.adopt(records)
         if replay:
             self._call(self.pool.discard(session))
             for record in records:

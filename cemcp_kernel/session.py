@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -20,8 +21,9 @@ HISTORY_TURNS = 6
 
 
 class Record(BaseModel):
-    """One line of the session log."""
+    """One line of the session log; ``run`` tells the kernels that wrote to it apart."""
 
+    run: str = ""
     time: float = Field(default_factory=time.time)
     request: str
     code: str
@@ -45,12 +47,14 @@ class SessionLog:
 
     def __init__(self, workspace: Path, session: str) -> None:
         self.session = session
+        self.run = uuid.uuid4().hex[:12]
         self.workspace = workspace
         self.name = session_file_name(session)
         self.path = workspace / "sessions" / self.name
         self.records: list[Record] = []
 
     def record(self, record: Record) -> None:
+        record.run = self.run
         self.records.append(record)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
@@ -60,13 +64,21 @@ class SessionLog:
         except OSError:
             pass  # the in-memory history still works; a full disk must not fail the cell
 
+    def adopt(self, records: list[Record]) -> None:
+        """Make an earlier run's turns the start of this run (in memory and in the log), so
+        that resuming again later finds the whole session."""
+        current, self.records = self.records, []
+        for record in [*records, *current]:
+            self.record(record.model_copy())
+
     def history(self, limit: int = HISTORY_TURNS) -> list[Turn]:
         """Recent successful turns, as the model sees them."""
         ok = [r for r in self.records if r.ok][-limit:]
         return [Turn(request=r.request, code=r.code, result=r.summary) for r in ok]
 
     def load(self) -> list[Record]:
-        """Records saved by an earlier kernel for this session; unreadable lines are skipped."""
+        """The turns of the latest earlier run of this session (the kernel before a restart);
+        unreadable lines are skipped."""
         try:
             fd = open_in(self.workspace, "sessions", self.name, flags=os.O_RDONLY)
         except OSError:
@@ -79,4 +91,8 @@ class SessionLog:
                 records.append(Record.model_validate_json(line))
             except ValueError:
                 continue
-        return records
+        earlier = [r for r in records if r.run != self.run]
+        if not earlier:
+            return []
+        last = earlier[-1].run
+        return [r for r in earlier if r.run == last]

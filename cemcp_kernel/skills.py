@@ -44,9 +44,10 @@ def skill_source(name: str, code: str, description: str) -> str:
     )
     if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
         function.type_params = []
-    module = ast.Module(body=[*imports, function], type_ignores=[])
-    ast.fix_missing_locations(module)
-    return f'"""Skill {name}: {_first_line(description)}"""\n\n{ast.unparse(module)}\n'
+    ast.fix_missing_locations(function)
+    head = "".join(ast.unparse(node) + "\n" for node in imports)
+    body = ast.unparse(function)
+    return f'"""Skill {name}: {_first_line(description)}"""\n\n{head}\n\n{body}\n'
 
 
 def skill_readme(name: str, description: str, request: str, code: str) -> str:

@@ -106,26 +106,16 @@ class McpMagics(Magics):
             request = interpolate(cell.strip(), self.shell.user_ns)
         except InterpolationError as exc:
             raise CemcpMessage(str(exc)) from None
-        if not (args.yes or args.insert) and self.engine.settings.review != "auto":
-            from .review import Review
-
-            self.last_review = review = Review(self, request.text, args, request.values)
-            handle = display(review, display_id=True)
-            try:
-                review.generate()
-            except CemcpError as exc:
-                raise CemcpMessage(str(exc)) from None
-            if handle is not None:
-                handle.update(review)  # the text form now holds the code
-            if review.plan is not None and review.plan.blocked:
-                raise CemcpMessage(_blocked(review.plan))
-            return None
         from .review import Progress
 
         progress = Progress("Generating code…")
         display(progress)
+        if self._starting is not None and self._starting.is_alive():
+            progress.set("Starting cemcp (the sandbox pool warms up)…")
         try:
-            plan = self.engine.plan(
+            engine = self.engine
+            progress.set("Generating code…")
+            plan = engine.plan(
                 request.text,
                 session=self.session,
                 tools=args.tools,
@@ -144,6 +134,12 @@ class McpMagics(Magics):
         if args.insert:
             self.shell.set_next_input(f"%%mcp --code\n{plan.code}", replace=False)
             display(Notice("The code is in the next cell: edit it, then run that cell."))
+            return None
+        if not args.yes and self.engine.settings.review != "auto":
+            from .review import Review
+
+            self.last_review = Review(self, plan, args)
+            display(self.last_review)
             return None
         display(Code(plan.code, caption=_caption(plan), provenance=_provenance(plan)))
         for finding in plan.findings:
@@ -181,11 +177,14 @@ class McpMagics(Magics):
         from .args import parse_assignments
 
         pairs = parse_assignments(line)
+        if not pairs:
+            return _Settings(self.engine.settings.public_dump())
         try:
-            settings = self.engine.configure(**pairs) if pairs else self.engine.settings
+            self.engine.configure(**pairs)
         except CemcpError as exc:
             raise CemcpMessage(str(exc)) from None
-        return _Settings(settings.public_dump())
+        display(Notice(f"Set {', '.join(pairs)} for this kernel."))
+        return None
 
     @line_magic
     def mcp_tools(self, line: str) -> Any:

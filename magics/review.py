@@ -58,20 +58,15 @@ def _status(text: str) -> str:
 
 
 class Review:
-    def __init__(
-        self,
-        magics: McpMagics,
-        request: str,
-        args: CellArgs,
-        values: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, magics: McpMagics, plan: Plan, args: CellArgs) -> None:
         self.magics = magics
-        self.request = request
-        self.values = values or {}  # notebook variables written into the request
+        self.request = plan.request
+        self.values = plan.values  # notebook variables written into the request
         self.args = args
         self.plan: Plan | None = None
         self.state = "generating"
         self.progress = Progress("Generating code…")
+        self.progress.widget.layout.display = "none"
         self.code_view = widgets.HTML()
         self.editor = widgets.Textarea(
             layout={"width": "100%", "height": "14em", "display": "none"}
@@ -103,7 +98,7 @@ class Review:
                 self.output,
             ]
         )
-        self._enable(False)
+        self._show(plan)
 
     @property
     def code(self) -> str:
@@ -113,9 +108,10 @@ class Review:
         return self.plan.code if self.plan is not None else ""
 
     def generate(self) -> None:
-        """Ask the generator (again), streaming its output into the widget."""
+        """Ask the generator again, streaming its output into the widget."""
         self.state = "generating"
         self._enable(False)
+        self.code_view.layout.display = "none"
         self.progress.widget.layout.display = None
         self.progress._streamed.clear()
         self.progress.set("Generating code…")
@@ -132,16 +128,20 @@ class Review:
             self.state = "failed"
             self.progress.set(f"No code: {exc}")
             raise
-        self.magics.last_plan = self.plan
+        self._show(self.plan)
+
+    def _show(self, plan: Plan) -> None:
+        self.plan = plan
+        self.magics.last_plan = plan
         self.progress.widget.layout.display = "none"
-        self.editor.value = self.plan.code
+        self.editor.value = plan.code
         self.editor.layout.display = "none"
-        self.code_view.value = highlight_html(self.plan.code)
-        self.info.value = _describe(self.plan)
+        self.code_view.layout.display = None
+        self.code_view.value = highlight_html(plan.code)
+        self.info.value = _describe(plan)
         self.state = "pending"
         self._enable(True)
-        if self.plan.blocked:
-            self.run_button.disabled = True
+        self.run_button.disabled = bool(plan.blocked)
 
     def edit(self) -> None:
         """Show the code in an editor; Run then executes what is there."""
@@ -152,7 +152,6 @@ class Review:
 
     def regenerate(self) -> None:
         if self.state == "pending":
-            self.code_view.layout.display = None
             self.generate()
 
     def _regenerate_clicked(self) -> None:

@@ -15,8 +15,7 @@ import pytest
 from cemcp_kernel.config import Settings, load_settings
 from cemcp_kernel.embeddings import Embedder, load_embedder, missing_packages
 from cemcp_kernel.engine import Engine
-
-from .openai_server import ScriptedOpenAI
+from cemcp_kernel.scripted_model import ScriptedOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_KEY = "sk-cemcp-test-secret-0123456789"

@@ -104,8 +104,24 @@ def lab(tmp_path: Path, installed_kernelspec: str, workspace: Path) -> Iterator[
         log.close()
 
 
+def run_first_cell(page: object) -> None:
+    """Shift+Enter in the first cell, again until its prompt shows it was accepted: JupyterLab
+    reports the kernel idle a moment before its session takes execute requests."""
+    prompt = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first  # type: ignore[attr-defined]
+    for _ in range(12):
+        page.click(".jp-Notebook .jp-Cell .cm-content")  # type: ignore[attr-defined]
+        page.keyboard.press("Shift+Enter")  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if prompt.inner_text().strip() != "[ ]:":
+                return
+            time.sleep(0.1)
+    raise AssertionError("JupyterLab never ran the cell")
+
+
 def test_review_and_run_a_cell_in_jupyterlab(lab: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(
             executable_path=CHROMIUM,
@@ -130,8 +146,7 @@ def test_review_and_run_a_cell_in_jupyterlab(lab: str) -> None:
             )
             page.screenshot(path=ARTIFACTS / "1-notebook-open.png")
 
-            page.click(".jp-Notebook .jp-Cell .cm-content")
-            page.keyboard.press("Shift+Enter")
+            run_first_cell(page)
             run = page.locator(".jp-OutputArea .widget-button", has_text="Run")
             run.wait_for(timeout=60_000)
             review = page.locator(".jp-OutputArea", has_text="Review the code before it runs")
@@ -144,9 +159,9 @@ def test_review_and_run_a_cell_in_jupyterlab(lab: str) -> None:
             text = table.inner_text()
             assert "calculator.add" in text and "calculator.multiply" in text
             assert run.is_disabled()
-            page.screenshot(path=ARTIFACTS / "3-result-table.png")
+            page.screenshot(path=ARTIFACTS / "3-result-table.png", full_page=True)
         except Exception:
-            page.screenshot(path=ARTIFACTS / "failure.png")
+            page.screenshot(path=ARTIFACTS / "failure.png", full_page=True)
             raise
         finally:
             browser.close()

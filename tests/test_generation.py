@@ -13,9 +13,9 @@ from cemcp_kernel.errors import GenerationError
 from cemcp_kernel.generation import GeneratedCode
 from cemcp_kernel.generation.model import ModelGenerator
 from cemcp_kernel.generation.prompt import PromptContext
+from cemcp_kernel.scripted_model import Reply, ScriptedOpenAI
 
 from .conftest import ROOT
-from .openai_server import Reply, ScriptedOpenAI
 
 CATALOG = Discovery().discover(ROOT / "servers", ROOT / "skills")
 GOOD = "from servers.calculator.add import add\n\nadd(2, 3)\n"

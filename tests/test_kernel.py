@@ -8,8 +8,9 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpecManager
 
+from cemcp_kernel.scripted_model import ScriptedOpenAI
+
 from .conftest import SECRET_KEY
-from .openai_server import ScriptedOpenAI
 
 
 def test_kernelspec_is_installed_for_this_interpreter(installed_kernelspec: str) -> None:
@@ -93,7 +94,7 @@ def test_without_yes_the_code_waits_for_review(start_kernel, kernel_env) -> None
         if o["content"].get("data", {}).get("text/plain", "").startswith("Review")
     ]
     assert reviews and all("application/vnd.jupyter.widget-view+json" in d for d in reviews)
-    assert "calculate('1 + 1')" in reviews[-1]["text/plain"]  # the updated display shows the code
+    assert "calculate('1 + 1')" in reviews[-1]["text/plain"]
 
 
 def test_load_ext_gives_the_magics_in_a_plain_ipython_kernel(

@@ -10,10 +10,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from cemcp_kernel.engine import Engine
+from cemcp_kernel.scripted_model import ScriptedOpenAI
 from magics.display import CemcpMessage, SandboxCodeError
 from magics.magics import McpMagics
-
-from .openai_server import ScriptedOpenAI
 
 
 @pytest.fixture
@@ -86,7 +85,8 @@ def test_bad_input_gives_usage_errors_not_tracebacks(magics: McpMagics) -> None:
 
 
 def test_config_changes_apply_to_later_cells(magics: McpMagics) -> None:
-    shown = magics.mcp_config("sandbox.timeout=1")._repr_mimebundle_()
+    assert magics.mcp_config("sandbox.timeout=1") is None
+    shown = magics.mcp_config("")._repr_mimebundle_()
     assert "sandbox.timeout = 1.0" in shown["text/plain"]
     with pytest.raises(SandboxCodeError, match="longer than 1 s"):
         magics.mcp("--code", "import time\ntime.sleep(5)")
@@ -133,10 +133,10 @@ def test_review_streams_regenerates_and_runs_edited_code(
     magics.mcp("-o answer", "add two numbers")
     review = magics.last_review
     assert review is not None and review.plan is not None
-    assert "".join(review.progress._streamed) == first  # the reply arrived token by token
     assert "add(1, 2)" in review.code and "Tokens:" in review.info.value
     assert "calculator.add" in review.info.value
     review.regenerate()
+    assert "".join(review.progress._streamed) == second  # the reply arrived token by token
     assert "add(2, 3)" in review.code
     assert openai_server.requests[-1].body["stream"] is True
     review.edit()
@@ -180,9 +180,11 @@ def test_resume_brings_back_conversation_and_variables(settings, magics: McpMagi
         magics.mcp_resume("")
         assert [r.request for r in restarted.log(magics.session).records] == ["", "Calculate 5 + 3"]
         assert magics.mcp("--code", "sum(rows)")._repr_mimebundle_()[0]["text/plain"] == "7"
-    with Engine(settings) as again:
+    with Engine(settings) as again:  # resuming again finds the whole session
         magics._engine = again
         magics.mcp_resume("--no-replay")
+        requests = [r.request for r in again.log(magics.session).records]
+        assert requests == ["", "Calculate 5 + 3", ""]
         with pytest.raises(SandboxCodeError, match="NameError"):
             magics.mcp("--code", "rows")
 

@@ -1,9 +1,14 @@
-"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for tests and tutorials.
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1: recorded model answers, offline.
 
 It answers ``POST /v1/chat/completions`` (and Azure's
-``/openai/deployments/<name>/chat/completions``) with replies queued in advance, streams them as
-server-sent events when asked, and records every request, so tests drive the real ``openai``
-client over real HTTP. Run it alone with ``python tests/openai_server.py script.json``.
+``/openai/deployments/<name>/chat/completions``), streams as server-sent events when asked, and
+records every request, so the real ``openai`` client talks to it over real HTTP. Answers come
+from a queue (tests script each reply, including failures: 429, 500, delays, rejected
+parameters), or are looked up by the request text (``recorded``: the tutorials replay the code a
+model wrote for each request, so they run without a model or a network). It is not a model: a
+request it has no answer for gets a clear error saying so.
+
+    python -m cemcp_kernel.scripted_model answers.json     # prints its base URL
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -42,6 +48,13 @@ class ScriptedOpenAI:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[Request] = field(default_factory=list)
     default: Reply | None = None
+    recorded: dict[str, str] = field(default_factory=dict)  # request text -> answer
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedOpenAI:
+        """Recorded answers from a JSON object ``{"request text": "answer", ...}``."""
+        answers = json.loads(Path(path).read_text())
+        return cls(recorded={" ".join(k.split()): v for k, v in answers.items()})
 
     def __post_init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -70,12 +83,26 @@ class ScriptedOpenAI:
             self.replies.append(Reply(content=reply) if isinstance(reply, str) else reply)
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
+        if self.recorded:
+            return self._recorded(body)
         while self.replies:
             reply = self.replies.popleft()
             if reply.reject_param and reply.reject_param not in body:
                 continue  # the client already adapted; the rejection does not apply
             return reply
         return self.default or Reply(status=500, error="the scripted server has no reply left")
+
+    def _recorded(self, body: dict[str, Any]) -> Reply:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        request = " ".join(str(users[-1].get("content", "")).split()) if users else ""
+        if request in self.recorded:
+            return Reply(content=self.recorded[request])
+        return Reply(
+            status=404,
+            error=f"No recorded answer for {request[:80]!r}: this endpoint replays recorded "
+            "answers only. Configure a real model (OPENAI_API_KEY / OPENAI_BASE_URL) for new "
+            "requests.",
+        )
 
 
 def _completion(model: str, content: str, usage: bool, body: dict[str, Any]) -> dict[str, Any]:
@@ -185,12 +212,7 @@ def _error(message: str, kind: str, param: str | None = None) -> dict[str, Any]:
 if __name__ == "__main__":
     import sys
 
-    server = ScriptedOpenAI()
-    if len(sys.argv) > 1:
-        with open(sys.argv[1]) as handle:
-            script = json.load(handle)
-        for item in script:
-            server.add(Reply(**item) if isinstance(item, dict) else str(item))
+    server = ScriptedOpenAI.from_file(sys.argv[1]) if len(sys.argv) > 1 else ScriptedOpenAI()
     server.start()
     print(server.base_url, flush=True)
     try:

@@ -64,6 +64,7 @@ class Plan(BaseModel):
 
     request: str
     session: str
+    values: dict[str, str] = Field(default_factory=dict)  # notebook variables in the request
     tools: list[ToolChoice]
     generated: GeneratedCode
     selection: str = ""  # how the tools were chosen: Selector.mode, or "named by the user"
@@ -262,6 +263,7 @@ class Engine:
         return Plan(
             request=request,
             session=session,
+            values=values or {},
             tools=[
                 ToolChoice(
                     qualname=s.tool.qualname,

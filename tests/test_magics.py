@@ -98,7 +98,8 @@ def test_notebook_variables_fill_the_request(
     magics.shell.user_ns.update(factor=6, note="x" * 500)
     shown = magics.mcp("--yes", "multiply {factor} by 7")
     assert shown._repr_mimebundle_()[0]["text/plain"] == "42"
-    assert magics.last_plan is not None and magics.last_plan.request == "multiply 6 by 7"
+    plan = magics.last_plan
+    assert plan is not None and (plan.request, plan.values) == ("multiply 6 by 7", {"factor": "6"})
 
     openai_server.add("```python\nfrom servers.calculator.add import add\nadd(6, 1)\n```")
     magics.engine.configure(model__base_url=openai_server.base_url, model__api_key="k")

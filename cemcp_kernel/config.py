@@ -84,6 +84,9 @@ class SelectionSettings(_Section):
     """How tools are chosen for a request (BM25 always; dense embeddings with the semantic extra)."""
 
     semantic: bool = True
+    # Wait for the model and the catalog's embeddings instead of answering with BM25 meanwhile:
+    # for headless runs (CI, recorded notebooks) whose selection must not depend on timing.
+    wait: bool = False
 
 
 class Settings(_Section):

@@ -126,7 +126,10 @@ class Engine:
         return self._submit(coro).result()
 
     def _make_semantic(self) -> SemanticIndexer:
-        return SemanticIndexer(self.settings.selection.semantic, embedding_cache_file(cache_dir()))
+        selection = self.settings.selection
+        return SemanticIndexer(
+            selection.semantic, embedding_cache_file(cache_dir()), wait=selection.wait
+        )
 
     def _make_pool(self, warm: bool) -> Pool:
         self.sandboxes = SandboxFactory(self.settings, self.bridge.call)

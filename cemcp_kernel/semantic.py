@@ -47,8 +47,11 @@ class SemanticIndexer:
         enabled: bool,
         cache_path: Path | None,
         load: Callable[[], Embedder] = load_embedder,
+        wait: bool = False,
     ) -> None:
+        """``wait``: :meth:`index_for` waits for the index instead of returning None meanwhile."""
         self._load = load
+        self._wait_for_index = wait
         self._cache_path = cache_path
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
@@ -81,6 +84,15 @@ class SemanticIndexer:
 
     def index_for(self, catalog: Catalog, key: str) -> DenseIndex | None:
         """The catalog's dense index when ready; otherwise start what is missing, return None."""
+        index = self._index_or_start(catalog, key)
+        for _ in range(2):  # loading was for another catalog: embed this one after it
+            if index is not None or not self._wait_for_index or self._job is None:
+                break
+            self.wait()
+            index = self._index_or_start(catalog, key)
+        return index
+
+    def _index_or_start(self, catalog: Catalog, key: str) -> DenseIndex | None:
         with self._lock:
             if self._closed or self.state in ("off", "unavailable", "failed"):
                 return None

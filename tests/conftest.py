@@ -28,10 +28,10 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["CEMCP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(name, None)
+    # CEMCP_SELECTION__WAIT stays: `make test` sets it for the notebooks, which run after tests/.
+    keep = ("CEMCP_CACHE_DIR", "CEMCP_SELECTION__WAIT")
     for name in [
-        n
-        for n in os.environ
-        if n.startswith(("AZURE_OPENAI_", "CEMCP_")) and n != "CEMCP_CACHE_DIR"
+        n for n in os.environ if n.startswith(("AZURE_OPENAI_", "CEMCP_")) and n not in keep
     ]:
         os.environ.pop(name)
     yield

@@ -191,3 +191,12 @@ def test_closing_stops_before_embedding_more(embedder: Embedder, tmp_path: Path)
     assert not indexer.wait(60)
     assert counting.texts == [] and indexer.state == "ready"
     assert indexer.index_for(catalog, catalog.fingerprint()) is None
+
+
+def test_waiting_selection_is_hybrid_from_the_first_request(
+    embedder: Embedder, settings: Settings
+) -> None:
+    """``selection.wait`` (CI, recorded notebooks): no answer depends on when the model loaded."""
+    waiting = settings.updated({"selection.semantic": True, "selection.wait": True})
+    with Engine(waiting, warm=False) as engine:  # the process's model: `embedder` loaded it
+        assert engine.plan("Calculate 6 * 7").selection == "hybrid (BM25 + all-MiniLM-L6-v2)"

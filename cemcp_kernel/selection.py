@@ -34,7 +34,7 @@ DENSE_WEIGHT = 0.75
 MIN_SIMILARITY = 0.1
 
 _RAW = re.compile(r"[A-Za-z0-9]+")
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 STOPWORDS = frozenset(
     [
         "a",
@@ -100,7 +100,7 @@ def tokenize(text: str, stemmed: bool = True) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _word_tokens(raw: str, stemmed: bool) -> tuple[str, ...]:
-    parts = _WORD.findall(raw) or [raw]
+    parts = WORD_PARTS.findall(raw) or [raw]
     words = [p.lower() for p in parts] + ([raw.lower()] if len(parts) > 1 else [])
     words = [w for w in words if w not in STOPWORDS]
     return tuple(stem(w) for w in words) if stemmed else tuple(words)

@@ -150,7 +150,7 @@ class Engine:
             return
         self._closed = True
         self.semantic.close()
-        for closing in (self._aclose, self.bridge.close):
+        for closing in (self._aclose, self.bridge.close, _finish_loop):
             try:
                 self._submit(closing()).result(timeout=15)
             except Exception:  # closing must not fail; the processes die with their stdin anyway
@@ -484,6 +484,19 @@ def _describe_path(path: Path, root: Path) -> str:
     if stat.S_ISLNK(info.st_mode):
         return f"{name} (symlink)"
     return f"{name}/" if stat.S_ISDIR(info.st_mode) else f"{name} ({info.st_size:,} bytes)"
+
+
+async def _finish_loop() -> None:
+    """End what is still running on the loop, as asyncio.run does: work that was under way when
+    the engine closed (a probe, a sandbox still starting) cleans up instead of being dropped."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=10)
+    loop = asyncio.get_running_loop()
+    await loop.shutdown_asyncgens()
+    await loop.shutdown_default_executor()
 
 
 class _Relay:

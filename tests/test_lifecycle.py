@@ -104,3 +104,15 @@ def test_a_killed_kernel_leaves_no_process(start_kernel, kernel_env) -> None:
     assert len(sandboxes) >= 3
     os.kill(kernel.pid, signal.SIGKILL)
     assert wait_until_gone(sandboxes) == []
+
+
+def test_closing_while_sandboxes_start_leaves_nothing_behind(settings: Settings) -> None:
+    """Shut down at every stage of start-up (spawn, namespace set-up, agent start): every
+    sandbox is killed, and no task is left pending on the engine's loop."""
+    for pause in (0.0, 0.01, 0.03, 0.06, 0.1, 0.15):
+        engine = Engine(settings.updated({"sandbox.pool_size": 3}))
+        time.sleep(pause)
+        started = descendants(os.getpid())
+        engine.close()
+        assert engine._loop.is_closed()
+        assert wait_until_gone(started) == [], f"left running after a close at {pause} s"

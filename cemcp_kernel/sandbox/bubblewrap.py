@@ -205,6 +205,15 @@ class BubblewrapSandbox(AgentSandbox):
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr = bytearray()
         self._cgroup: cgroups.Cgroup | None = None
+        self._info_fd: int | None = None
+        self._block_fd: int | None = None
+        self._init_pid: int | None = None
+
+    def _close_control_fds(self) -> None:
+        for fd in (self._info_fd, self._block_fd):
+            if fd is not None:
+                os.close(fd)
+        self._info_fd = self._block_fd = None
 
     def _make_cgroup(self, support: cgroups.Support) -> cgroups.Cgroup:
         limits = self.limits
@@ -219,49 +228,58 @@ class BubblewrapSandbox(AgentSandbox):
         bwrap = find_bwrap()
         support = cgroups.detect()
         fds: list[int] = []
-        ours: list[int] = []
         try:
             data_fds = {}
             for target, content in identity_files().items():
                 data_fds[target] = _memfd(content)
                 fds.append(data_fds[target])
             options, command = build_command(self.settings, self.agent_args(), data_fds)
+            # bwrap reports the sandbox's first process (the pid namespace's init) on --info-fd
+            # and holds it on --block-fd until cemcp knows it and has put it in its cgroup: from
+            # then on, killing that one process ends everything in the sandbox, whatever session
+            # or process group the processes inside are in.
+            info_read, info_write = os.pipe()
+            block_read, self._block_fd = os.pipe()
+            self._info_fd = info_read
+            fds += [info_write, block_read]
+            options += ["--info-fd", str(info_write), "--block-fd", str(block_read)]
             if support is not None:
-                # bwrap reports the sandbox's first process on --info-fd and waits on
-                # --block-fd until it is in its cgroup, before anything inside can fork.
-                info_read, info_write = os.pipe()
-                block_read, block_write = os.pipe()
-                fds += [info_write, block_read]
-                ours += [info_read, block_write]
-                options += ["--info-fd", str(info_write), "--block-fd", str(block_read)]
                 self._cgroup = self._make_cgroup(support)
             # bwrap stays as pid 1 inside the sandbox, where /proc/1 shows its command line and
             # environment: give it neither (options through a descriptor, empty environment).
             args_fd = _memfd(b"".join(a.encode() + b"\0" for a in options))
             fds.append(args_fd)
-            self._proc = await asyncio.create_subprocess_exec(
-                "bwrap",
-                "--args",
-                str(args_fd),
-                *command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                executable=str(bwrap),
-                env={},
-                start_new_session=True,  # Jupyter's SIGINT to the kernel's group must not reach it
-                pass_fds=fds,
+            spawn = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    "bwrap",
+                    "--args",
+                    str(args_fd),
+                    *command,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    executable=str(bwrap),
+                    env={},
+                    start_new_session=True,  # Jupyter's SIGINT to the kernel's group stays out
+                    pass_fds=fds,
+                )
             )
+            try:
+                self._proc = await asyncio.shield(spawn)
+            except asyncio.CancelledError:
+                # Cancelled mid-spawn, asyncio would wait for the pipes to close, which the
+                # sandbox (held on --block-fd) never does: finish the spawn, and let _terminate
+                # kill the sandbox's init instead.
+                self._proc = await spawn
+                raise
+        finally:
             for fd in fds:
                 os.close(fd)
-            fds = []
-            if self._cgroup is not None:
-                child = await asyncio.wait_for(_read_child_pid(ours[0]), READY_TIMEOUT_S)
-                self._cgroup.add(child)
-                os.write(ours[1], b"1")
-        finally:
-            for fd in fds + ours:
-                os.close(fd)
+        self._init_pid = await asyncio.wait_for(_read_child_pid(self._info_fd), READY_TIMEOUT_S)
+        if self._cgroup is not None:
+            self._cgroup.add(self._init_pid)
+        os.write(self._block_fd, b"1")
+        self._close_control_fds()
         proc = self._proc
         assert proc.stdin is not None
 
@@ -299,6 +317,15 @@ class BubblewrapSandbox(AgentSandbox):
 
     async def _terminate(self) -> None:
         proc = self._proc
+        if self._init_pid is None and self._info_fd is not None and proc is not None:
+            # Stopped while starting: the sandbox's first process may exist without us knowing
+            # it yet. It is held on --block-fd, so it has started nothing; learn it and kill it.
+            with contextlib.suppress(asyncio.TimeoutError, SandboxError, OSError):
+                self._init_pid = await asyncio.wait_for(_read_child_pid(self._info_fd), 2)
+        if self._init_pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self._init_pid, signal.SIGKILL)  # the namespace's init: all of it ends
+        self._close_control_fds()
         if proc is not None:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):

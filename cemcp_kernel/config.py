@@ -8,6 +8,7 @@ Environment names are the ones users already have (``OPENAI_API_KEY``, ``AZURE_O
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -204,6 +205,13 @@ def _read_project_file(project: Path) -> dict[str, Any]:
 
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``a.b.c``; text that looks like a JSON list or object (from the environment or
+    ``%mcp_config``) is parsed, so list settings can be given there."""
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass  # validation says what is wrong with it
     *parents, leaf = key.split(".")
     node = data
     for part in parents:

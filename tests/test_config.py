@@ -45,3 +45,12 @@ def test_secrets_are_never_shown(tmp_path: Path) -> None:
     shown = settings.public_dump()
     assert shown["model"]["api_key"] == "set"
     assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in str(shown)
+
+
+def test_list_settings_from_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CEMCP_SANDBOX__PACKAGES", '["numpy", "pandas"]')
+    settings = load_settings(tmp_path)
+    assert settings.sandbox.packages == ["numpy", "pandas"]
+    assert settings.updated({"sandbox.packages": '["polars"]'}).sandbox.packages == ["polars"]
+    with pytest.raises(ConfigError, match=r"sandbox\.packages"):
+        settings.updated({"sandbox.packages": "[not json"})

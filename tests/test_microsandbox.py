@@ -167,6 +167,9 @@ def test_the_agent_runs_isolated_with_a_fixed_environment() -> None:
         "PYTHONIOENCODING",
         "PYTHONDONTWRITEBYTECODE",
         "MPLBACKEND",
+        "OPENBLAS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
     }
 
 

@@ -463,7 +463,7 @@ def _first_problem(
         return None
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        target = _resolve_ref(root, ref)
+        target = resolve_ref(root, ref)
         if target is not None:
             problem = _first_problem(value, target, root, path, depth + 1)
             if problem is not None:
@@ -623,7 +623,8 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _resolve_ref(root: dict[str, Any], ref: str) -> Any:
+def resolve_ref(root: Any, ref: str) -> Any:
+    """The node a local JSON pointer (``#/$defs/Item``) names in ``root``, or None."""
     if not ref.startswith("#"):
         return None
     node: Any = root

@@ -18,6 +18,21 @@ from .channel import AgentChannel, StreamCallback, ToolHandler
 from .results import ErrorInfo, ExecutionResult
 
 INTERRUPT_GRACE_S = 1.0
+# The whole environment of the agent in every backend: nothing of the host's.
+AGENT_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "MPLBACKEND": "Agg",
+    # One thread per numeric library: thread pools sized to the host's cores would exhaust the
+    # sandbox's process limit on a large machine.
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 READY_TIMEOUT_S = 30.0
 
 
@@ -38,44 +53,6 @@ class Sandbox(Protocol):
     async def execute(
         self, code: str, *, timeout: float | None = None, on_stream: StreamCallback | None = None
     ) -> ExecutionResult: ...
-
-    def _classify(
-        self, result: ExecutionResult, timed_out: bool, timeout: float
-    ) -> ErrorInfo | None:
-        """Say which limit or event ended the code, in words a user can act on."""
-        error = result.error
-        if timed_out:
-            return ErrorInfo(
-                kind="timeout",
-                ename="TimeoutError",
-                evalue=f"The code ran longer than {timeout:g} s and was stopped. "
-                "Give it more time with --timeout SECONDS.",
-            )
-        if error is None:
-            return None
-        if self._interrupted:
-            if error.kind == "sandbox":
-                error.evalue = (
-                    f"The code did not stop within {INTERRUPT_GRACE_S:g} s of the interrupt, "
-                    "so its sandbox was stopped."
-                )
-            error.kind = "interrupted"
-        elif error.ename == "MemoryError" or self.memory_exceeded():
-            error.kind = "limit"
-            error.evalue = (
-                f"The code needed more than the sandbox's {self.limits.memory_mb} MiB of memory."
-            )
-        elif result.strays and _out_of_processes(error):
-            error.kind = "limit"
-            error.evalue = (
-                f"The code tried to start more than the sandbox's {self.limits.max_processes} "
-                "processes."
-            )
-        return error
-
-    def memory_exceeded(self) -> bool:
-        """True when the backend saw the memory limit kill a process (backends that can tell)."""
-        return False
 
     async def interrupt(self) -> None: ...
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
 from . import cgroups, packages
-from .backend import READY_TIMEOUT_S, AgentSandbox
+from .backend import AGENT_ENV, READY_TIMEOUT_S, AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
@@ -138,21 +138,7 @@ def build_command(
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     argv += ["--bind", str(settings.workspace_dir), "/workspace", "--chdir", "/workspace"]
     argv += ["--remount-ro", "/"]  # the root tmpfs holding the mount points: nothing to write there
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": "/tmp",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "PYTHONIOENCODING": "utf-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg",
-        # One thread per numeric library: thread pools sized to the host's cores would exhaust
-        # the sandbox's process limit on a large machine.
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        **python_env,
-    }
+    env = {**AGENT_ENV, **python_env}
     for key, value in env.items():
         argv += ["--setenv", key, value]
     path_args = [arg for path in paths for arg in ("--path", path)]

@@ -34,7 +34,7 @@ from pydantic import SecretStr
 
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
-from .backend import AgentSandbox
+from .backend import AGENT_ENV, AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
@@ -51,15 +51,6 @@ REMOVE_WAIT_S = 20.0  # a VM that failed to boot may take a moment to be stopped
 REAPER_WAIT_S = 45.0  # its kill and remove are bounded by the SDK's own timeouts
 GUEST_OVERHEAD_MB = 128  # guest kernel and microsandbox's agent, beside the code's own limit
 _STDERR_TAIL = 4000
-AGENT_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": "/tmp",
-    "TMPDIR": "/tmp",
-    "LANG": "C.UTF-8",
-    "PYTHONIOENCODING": "utf-8",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "MPLBACKEND": "Agg",
-}
 # Only these reach the reaper helper: where microsandbox keeps its state and binaries.
 _REAPER_ENV = ("HOME", "MSB_HOME", "MSB_PATH", "MSB_LIBKRUNFW_PATH", "LANG")
 

@@ -12,6 +12,7 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..sandbox.agent import resolve_ref
 from . import pysource
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
@@ -122,7 +123,7 @@ class TypeBuilder:
         key = (id(root), ref)
         if key in self._refs:
             return self._refs[key]
-        target = _resolve(root, ref)
+        target = resolve_ref(root, ref)
         if not isinstance(target, dict):
             return "Any"
         hint = ref.rsplit("/", 1)[-1]
@@ -161,21 +162,6 @@ def _top_level(annotation: str) -> list[str]:
             start = i + 3
     parts.append(annotation[start:])
     return parts
-
-
-def _resolve(root: Any, ref: str) -> Any:
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for part in ref[1:].split("/"):
-        if not part:
-            continue
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return None
-    return node
 
 
 def with_none(annotation: str) -> str:

@@ -23,12 +23,13 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import SecretStr
 
@@ -47,6 +48,8 @@ PYTHONS = ("/usr/local/bin/python3", "/usr/bin/python3", "/bin/python3")
 BOOT_TIMEOUT_S = 45.0
 REMOTE_BOOT_TIMEOUT_S = 120.0  # the service may schedule and pull first
 PULL_TIMEOUT_S = 600.0  # an image that is not cached yet is pulled before the boot
+T = TypeVar("T")
+INSTALL_WAIT_S = 60.0  # another process unpacking the runtime on first use
 REMOVE_WAIT_S = 20.0  # a VM that failed to boot may take a moment to be stopped
 REAPER_WAIT_S = 45.0  # its kill and remove are bounded by the SDK's own timeouts
 GUEST_OVERHEAD_MB = 128  # guest kernel and microsandbox's agent, beside the code's own limit
@@ -229,6 +232,19 @@ def classify(
     return f"The microVM did not boot: {detail}"
 
 
+async def _after_install(call: Callable[[], Awaitable[T]]) -> T:
+    """Run an SDK call; if another process is installing microsandbox's runtime (it refuses
+    with "install operation in progress" meanwhile), wait for that, at most INSTALL_WAIT_S."""
+    deadline = time.monotonic() + INSTALL_WAIT_S
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            if "install operation in progress" not in str(exc) or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.5)
+
+
 async def _cached(msb: ModuleType, options: dict[str, Any]) -> bool:
     """Whether the OCI image is in the local cache, i.e. the boot will not pull first."""
     try:
@@ -367,7 +383,7 @@ class MicrosandboxSandbox(AgentSandbox):
             return
         async with GATE.use(where) as msb:
             try:
-                await msb.Image.get(settings.sandbox.image)
+                await _after_install(lambda: msb.Image.get(settings.sandbox.image))
             except msb.ImageNotFoundError:
                 raise SandboxUnavailable(
                     f"microsandbox: the image {settings.sandbox.image!r} is not in its local "
@@ -421,7 +437,9 @@ class MicrosandboxSandbox(AgentSandbox):
                     await self._ensure_volume(msb)
                 elif self.settings.sandbox.rootfs is None and not await _cached(msb, options):
                     timeout += PULL_TIMEOUT_S
-                return await asyncio.wait_for(msb.Sandbox.create(self.name, **options), timeout)
+                return await asyncio.wait_for(
+                    _after_install(lambda: msb.Sandbox.create(self.name, **options)), timeout
+                )
             except asyncio.TimeoutError:
                 log = await self._boot_log(msb)
                 reason = classify(self.settings, "", log, timed_out=True, remote=where.remote)

@@ -84,9 +84,32 @@ def _packages(settings: Settings) -> str:
     return wanted
 
 
+def _guest_boots(settings: Settings, report: BackendReport, refresh: bool) -> BackendReport:
+    """When microsandbox was refused before any boot (no image pulled), boot its guest kernel
+    once on an empty root filesystem, so the report also says whether a VM can run here."""
+    local = settings.sandbox.rootfs is None and settings.sandbox.microsandbox_api_key is None
+    if (
+        report.name != "microsandbox"
+        or report.works
+        or not local
+        or "not in its local" not in report.reason
+    ):
+        return report
+    from .sandbox.microsandbox import bare_rootfs
+
+    rootfs = bare_rootfs(cache_dir() / "microsandbox-boot-check")
+    check = settings.updated({"sandbox.rootfs": str(rootfs), "sandbox.backend": "microsandbox"})
+    booted = next(r for r in run_probe(check, refresh=refresh) if r.name == "microsandbox")
+    if "did not boot" in booted.reason:
+        finding = f" A test boot on an empty root filesystem fails too: {booted.reason}"
+    else:
+        finding = " A test boot on an empty root filesystem shows that the guest kernel runs here."
+    return report.model_copy(update={"reason": report.reason + finding})
+
+
 def diagnose(settings: Settings | None = None, refresh: bool = False) -> DoctorReport:
     settings = settings or load_settings()
-    reports = run_probe(settings, refresh=refresh)
+    reports = [_guest_boots(settings, r, refresh) for r in run_probe(settings, refresh=refresh)]
     wanted = settings.sandbox.backend
     working = [r.name for r in reports if r.works]
     chosen = (

@@ -34,6 +34,7 @@ from cemcp_kernel.sandbox.microsandbox import (
     MicrosandboxSandbox,
     Target,
     agent_command,
+    bare_rootfs,
     check_host,
     create_options,
     stage_lib,
@@ -51,16 +52,6 @@ MSB_KEY = "msb_cemcp_test_key_9f8e7d6c5b4a"
 
 def settings_for(workspace: Path, **overrides: object) -> Settings:
     return load_settings(ROOT, workspace_dir=str(workspace), sandbox__pool_size=1, **overrides)
-
-
-def bare_rootfs(folder: Path) -> Path:
-    """A root filesystem that passes the preflight (a file named python3) and nothing more:
-    enough to reach the boot, where this host's failure happens; not enough to run the agent."""
-    (folder / "usr" / "bin").mkdir(parents=True, exist_ok=True)
-    python = folder / "usr" / "bin" / "python3"
-    python.write_text("not a python: this root filesystem only reaches the boot\n")
-    python.chmod(0o755)
-    return folder
 
 
 def processes(prefix: str = OWN) -> list[str]:
@@ -361,6 +352,26 @@ def test_doctor_says_microsandbox_no_and_bubblewrap_yes(
     if kvm_refused(bare_reports["microsandbox"].reason):
         assert "why not: microsandbox: the sandbox did not start. The microVM did not boot" in text
         assert "nested KVM" in text or "KVM refused" in text
+
+
+def test_doctor_with_no_image_pulled_still_says_why_no_vm_boots_here(
+    bare_settings: Settings, bare_reports: dict[str, BackendReport]
+) -> None:
+    """The default settings (image `python`, never pulled on this host): doctor tries the guest
+    kernel on an empty root filesystem, so its answer names the real obstacle, not the image."""
+    settings = bare_settings.updated(
+        {"sandbox.rootfs": None, "sandbox.image": "cemcp-never-pulled"}
+    )
+    report = {b.name: b for b in diagnose(settings).backends}["microsandbox"]
+    assert not report.works
+    assert (
+        "not in its local cache" in report.reason
+        and "A test boot on an empty root" in report.reason
+    )
+    if kvm_refused(bare_reports["microsandbox"].reason):
+        assert "KVM_EXIT_INTERNAL_ERROR" in report.reason
+    else:
+        assert "the guest kernel runs here" in report.reason or "did not boot" in report.reason
 
 
 def test_a_boot_cancelled_half_way_leaves_nothing(bare_settings: Settings) -> None:

@@ -49,7 +49,8 @@ BOOT_TIMEOUT_S = 45.0
 REMOTE_BOOT_TIMEOUT_S = 120.0  # the service may schedule and pull first
 PULL_TIMEOUT_S = 600.0  # an image that is not cached yet is pulled before the boot
 T = TypeVar("T")
-INSTALL_WAIT_S = 60.0  # another process unpacking the runtime on first use
+INSTALL_WAIT_S = 60.0
+LOG_SETTLE_S = 3.0  # the runtime's error line can land just after the SDK's error  # another process unpacking the runtime on first use
 REMOVE_WAIT_S = 20.0  # a VM that failed to boot may take a moment to be stopped
 REAPER_WAIT_S = 45.0  # its kill and remove are bounded by the SDK's own timeouts
 GUEST_OVERHEAD_MB = 128  # guest kernel and microsandbox's agent, beside the code's own limit
@@ -230,6 +231,16 @@ def classify(
         limit = REMOTE_BOOT_TIMEOUT_S if remote else BOOT_TIMEOUT_S
         return f"The microVM did not boot within {limit:g} s ({detail})"
     return f"The microVM did not boot: {detail}"
+
+
+def bare_rootfs(folder: Path) -> Path:
+    """A root filesystem that passes the preflight (a file named python3) and nothing more:
+    enough to find out whether this host boots microsandbox's guest kernel at all."""
+    (folder / "usr" / "bin").mkdir(parents=True, exist_ok=True)
+    python = folder / "usr" / "bin" / "python3"
+    python.write_text("not a python: this root filesystem only reaches the boot\n")
+    python.chmod(0o755)
+    return folder
 
 
 async def _after_install(call: Callable[[], Awaitable[T]]) -> T:
@@ -459,14 +470,22 @@ class MicrosandboxSandbox(AgentSandbox):
             await msb.Volume.create(name, labels={"app": "cemcp"})
 
     async def _boot_log(self, msb: ModuleType) -> list[str]:
-        """The runtime's diagnostic lines of a VM that failed: the SDK's error rarely says why."""
-        try:
-            handle = await msb.Sandbox.get(self.name)
-            entries = await handle.logs(tail=40, sources=[msb.LogReadSource.SYSTEM])
-        except Exception:  # no record (never created), or a backend without bounded log reads
-            return []
-        lines = [entry.text().strip() for entry in entries]
-        return [line for line in lines if line and not line.startswith("---")]
+        """The runtime's diagnostic lines of a VM that failed: the SDK's error rarely says why.
+
+        The runtime may write its error line a moment after the SDK has reported the failure,
+        so the log is read again for up to LOG_SETTLE_S until it holds an ERROR line."""
+        deadline = time.monotonic() + LOG_SETTLE_S
+        while True:
+            try:
+                handle = await msb.Sandbox.get(self.name)
+                entries = await handle.logs(tail=40, sources=[msb.LogReadSource.SYSTEM])
+            except Exception:  # no record (never created), or a backend without bounded reads
+                return []
+            lines = [entry.text().strip() for entry in entries]
+            lines = [line for line in lines if line and not line.startswith("---")]
+            if any("ERROR" in line for line in lines) or time.monotonic() > deadline:
+                return lines
+            await asyncio.sleep(0.25)
 
     async def _remove_record(self, msb: ModuleType) -> bool:
         """Remove this VM's record. After a failed or cancelled boot the runtime may still be

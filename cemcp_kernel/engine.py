@@ -367,8 +367,9 @@ class Engine:
         force: bool = False,
     ) -> Path:
         """Keep the session's last successful code as ``skills/<name>``."""
-        from .skills import SkillError, save_skill
+        from .skills import SkillError, check_name, save_skill
 
+        check_name(name)
         done = [r for r in self.log(session).records if r.ok]
         if not done:
             raise SkillError("There is no successful cell in this session to save as a skill yet.")

@@ -62,6 +62,14 @@ def skill_readme(name: str, description: str, request: str, code: str) -> str:
     )
 
 
+def check_name(name: str) -> None:
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise SkillError(
+            f"{name!r} is not a usable skill name: use letters, digits and underscores, "
+            "starting with a letter."
+        )
+
+
 def save_skill(
     skills_dir: Path, name: str, code: str, description: str, request: str = "", force: bool = False
 ) -> Path:

@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cemcp-installed
-# Extras installed by setup; drop `semantic` for keyword-only selection without torch.
-EXTRAS ?= lab,test,microsandbox,semantic,bench
+# Extras installed by setup (`test` includes lab, semantic, bench and microsandbox); `make setup
+# EXTRAS=lab` gives a lighter install with keyword-only selection and no torch.
+EXTRAS ?= test
 # A real third-party MCP server from npm for the bridge tests, pinned, in ./node_modules.
 EVERYTHING := @modelcontextprotocol/server-everything@2026.8.31
 NODE_STAMP := node_modules/.cemcp-$(subst /,-,$(EVERYTHING))
@@ -22,7 +23,7 @@ $(PY):
 # CUDA build (gigabytes); 2.13.0 resolves to the CPU wheel.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(if $(findstring semantic,$(EXTRAS)),$(PY) -m pip install --quiet torch==2.13.0)
+	$(if $(or $(findstring semantic,$(EXTRAS)),$(findstring test,$(EXTRAS))),$(PY) -m pip install --quiet torch==2.13.0)
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(PY) -m cemcp_kernel install --sys-prefix
 	$(PY) -m cemcp_kernel sandbox-packages

@@ -42,6 +42,15 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[key] = value
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sandbox_packages() -> None:
+    """The sandbox's own packages (pandas, matplotlib), as `make setup` installs them: a bare
+    `pip install -e ".[test]"` then runs the whole suite too."""
+    from cemcp_kernel.sandbox import packages
+
+    packages.install(load_settings(ROOT))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "workspace"

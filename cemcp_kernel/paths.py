@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -25,11 +27,12 @@ def data_dir(name: str) -> Path:
 
 
 def open_in(root: Path, *parts: str, flags: int, mode: int = 0o644) -> int:
-    """Open ``root/parts...`` without following a symlink at any step below ``root``.
+    """Open the regular file ``root/parts...`` without following a symlink below ``root``.
 
-    The sandbox can write anything under the workspace, including symlinks to host files; the
-    host must never be led by one out of the folder it meant to touch. Missing folders are
-    created when ``flags`` include ``O_CREAT``. Raises OSError (ELOOP for a symlink).
+    The sandbox can write anything under the workspace: symlinks to host files, FIFOs that would
+    block the host forever, devices. The host must never be led out of the folder it meant to
+    touch, nor made to wait: the file is opened non-blocking and must be a regular file. Missing
+    folders are created when ``flags`` include ``O_CREAT``. Raises OSError (ELOOP for a symlink).
     """
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -42,6 +45,11 @@ def open_in(root: Path, *parts: str, flags: int, mode: int = 0o644) -> int:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
             os.close(folder)
             folder = inner
-        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=folder)
+        fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode, dir_fd=folder)
     finally:
         os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", "/".join(parts))
+    os.set_blocking(fd, True)
+    return fd

@@ -18,6 +18,7 @@ from .generation.prompt import Turn
 from .paths import open_in
 
 HISTORY_TURNS = 6
+MAX_LOG_CHARS = 20_000_000
 
 
 class Record(BaseModel):
@@ -50,7 +51,6 @@ class SessionLog:
         self.run = uuid.uuid4().hex[:12]
         self.workspace = workspace
         self.name = session_file_name(session)
-        self.path = workspace / "sessions" / self.name
         self.records: list[Record] = []
 
     def record(self, record: Record) -> None:
@@ -84,7 +84,7 @@ class SessionLog:
         except OSError:
             return []
         with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+            text = handle.read(MAX_LOG_CHARS)  # the sandbox can grow this file at will
         records = []
         for line in text.splitlines():
             try:

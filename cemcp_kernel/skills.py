@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import ast
 import keyword
-import re
 from pathlib import Path
 
 from .errors import CemcpError
-
-_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 
 
 class SkillError(CemcpError):
@@ -23,9 +20,11 @@ class SkillError(CemcpError):
 
 
 def skill_source(name: str, code: str, description: str) -> str:
-    """The module text: imports first, then ``def <name>():`` returning the last expression."""
+    """The module text: imports first, then ``def <name>():`` returning the last expression
+    (``async def`` when the code awaits). It is compiled before anyone writes it."""
     try:
-        tree = ast.parse(code)
+        flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, "<skill>", "exec", flags, dont_inherit=True)
     except SyntaxError as exc:
         raise SkillError(f"The code does not parse (line {exc.lineno}: {exc.msg}).") from None
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -35,28 +34,38 @@ def skill_source(name: str, code: str, description: str) -> str:
     lines = (description.strip() or f"The {name} skill.").splitlines()
     text = lines[0] + "".join(f"\n    {line}".rstrip() for line in lines[1:])
     doc = ast.Expr(value=ast.Constant(text + ("\n    " if len(lines) > 1 else "")))
-    function = ast.FunctionDef(
+    awaits = any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in ast.walk(tree))
+    kind = ast.AsyncFunctionDef if awaits else ast.FunctionDef
+    function = kind(
         name=name,
         args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=[doc, *(body or [ast.Pass()])],
         decorator_list=[],
         returns=None,
     )
-    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+    if "type_params" in kind._fields:  # Python 3.12+
         function.type_params = []
     ast.fix_missing_locations(function)
+    header = ast.Module(
+        body=[ast.Expr(ast.Constant(f"Skill {name}: {_first_line(description)}"))], type_ignores=[]
+    )
     head = "".join(ast.unparse(node) + "\n" for node in imports)
-    body = ast.unparse(function)
-    return f'"""Skill {name}: {_first_line(description)}"""\n\n{head}\n\n{body}\n'
+    source = f"{ast.unparse(header)}\n\n{head}\n\n{ast.unparse(function)}\n"
+    try:
+        compile(source, f"skills/{name}/__init__.py", "exec")
+    except SyntaxError as exc:  # a bug here, but never write a skill that cannot be imported
+        raise SkillError(f"The skill's module would not compile: {exc.msg}.") from None
+    return source
 
 
-def skill_readme(name: str, description: str, request: str, code: str) -> str:
+def skill_readme(name: str, description: str, request: str, code: str, is_async: bool) -> str:
     summary = _first_line(description)
+    call = f"await {name}()" if is_async else f"{name}()"
     return (
         f"---\nname: {name}\ndescription: {summary}\n---\n\n"
         f"# {name}\n\n{description.strip()}\n\n"
         f"## How to use it\n\nIn a `%%mcp` cell, or in code run in the sandbox:\n\n"
-        f"```python\nfrom skills.{name} import {name}\n\nresult = {name}()\n```\n\n"
+        f"```python\nfrom skills.{name} import {name}\n\nresult = {call}\n```\n\n"
         + (f"## Where it came from\n\nRequest: {request.strip()}\n\n" if request.strip() else "")
         + f"```python\n{code.strip()}\n```\n"
     )
@@ -86,20 +95,10 @@ def save_skill(
     source = skill_source(name, code, description or request)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "__init__.py").write_text(source)
-    (folder / "SKILL.md").write_text(skill_readme(name, description or request, request, code))
+    is_async = f"async def {name}(" in source
+    readme = skill_readme(name, description or request, request, code, is_async)
+    (folder / "SKILL.md").write_text(readme)
     return folder
-
-
-def read_front_matter(path: Path) -> dict[str, str]:
-    """``key: value`` lines between the leading ``---`` markers of a SKILL.md."""
-    try:
-        match = _FRONT_MATTER.match(path.read_text())
-    except OSError:
-        return {}
-    if match is None:
-        return {}
-    pairs = (line.partition(":") for line in match.group(1).splitlines())
-    return {key.strip(): value.strip() for key, sep, value in pairs if sep}
 
 
 def _first_line(text: str) -> str:

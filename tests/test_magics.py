@@ -225,3 +225,13 @@ def test_tool_browser_searches_details_and_broken_files(magics: McpMagics, own_t
     assert "Source" in browser.card.value and "return" in browser.card.value
     browser.detail.value = "name"
     assert browser.listing.options[0][0] == "calculator.multiply"
+
+
+def test_skills_survive_awkward_descriptions_and_awaiting_code(magics: McpMagics, own_tree) -> None:
+    magics.mcp("--code", "import asyncio\nvalue = await asyncio.sleep(0, 7)\nvalue * 6")
+    magics.mcp_skill("save waited --description 'Ends with a quote \" and a \\N{escape}'")
+    skill = magics.engine.catalog().get("waited.waited")
+    assert skill is not None and skill.is_async
+    shown = magics.mcp("--code", "from skills.waited import waited\nawait waited()")
+    assert shown._repr_mimebundle_()[0]["text/plain"] == "42"
+    assert "result = await waited()" in (own_tree[1] / "waited" / "SKILL.md").read_text()

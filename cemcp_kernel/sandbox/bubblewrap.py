@@ -68,13 +68,15 @@ def interpreter_mounts() -> tuple[list[str], str, dict[str, str]]:
     return args, f"{prefix}/bin/{name}", env
 
 
-def identity_files() -> dict[str, bytes]:
-    """Small /etc files the sandbox gets instead of the host's (no host users, no host names)."""
+def sandbox_files() -> dict[str, bytes]:
+    """Files the sandbox gets as copies, not mounts, so not even their host path shows inside:
+    the agent, and small /etc files in place of the host's (no host users, no host names)."""
     return {
         "/etc/passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/false\n".encode(),
         "/etc/group": f"sandbox:x:{SANDBOX_UID}:\n".encode(),
         "/etc/hosts": b"127.0.0.1 localhost sandbox\n",
         "/etc/hostname": b"sandbox\n",
+        f"{LIB}/cemcp_sandbox.py": AGENT_SOURCE.read_bytes(),
     }
 
 
@@ -119,7 +121,7 @@ def build_command(
     argv += ["--size", str(limits.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     python_args, python, python_env = interpreter_mounts()
     argv += python_args
-    argv += ["--dir", LIB, "--ro-bind", str(AGENT_SOURCE), f"{LIB}/cemcp_sandbox.py"]
+    argv += ["--dir", LIB]
     paths = [LIB]
     site = packages.site_dir(settings)
     if site is not None and not packages.missing(settings):
@@ -216,7 +218,7 @@ class BubblewrapSandbox(AgentSandbox):
         fds: list[int] = []
         try:
             data_fds = {}
-            for target, content in identity_files().items():
+            for target, content in sandbox_files().items():
                 data_fds[target] = _memfd(content)
                 fds.append(data_fds[target])
             options, command = build_command(self.settings, self.agent_args(), data_fds)

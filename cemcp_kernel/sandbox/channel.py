@@ -181,9 +181,14 @@ class AgentChannel:
             return None
         if pending.future.exception() is not None:
             return None
-        result = ExecutionResult.from_agent(
-            pending.future.result(), "".join(pending.stdout), "".join(pending.stderr)
-        )
+        try:
+            result = ExecutionResult.from_agent(
+                pending.future.result(), "".join(pending.stdout), "".join(pending.stderr)
+            )
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # A well-formed frame with a forged body: as untrusted as garbage bytes.
+            self.close(f"the sandbox sent a malformed result ({type(exc).__name__})")
+            return None
         result.tool_calls = pending.tool_calls
         return result
 

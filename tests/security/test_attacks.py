@@ -269,3 +269,32 @@ def test_agent_killed_mid_execution(contained: Host) -> None:
     )
     text = assert_error(contained.attempt(code), "sandbox stopped")
     assert "fresh sandbox" in text
+
+
+def test_a_fifo_planted_as_the_session_log_cannot_block_the_host(contained: Host) -> None:
+    code = (
+        "import os, glob\n"
+        "for path in glob.glob('/workspace/sessions/*.jsonl'):\n"
+        "    os.remove(path)\n"
+        "    os.mkfifo(path)\n"
+        "sorted(os.path.basename(p) for p in glob.glob('/workspace/sessions/*'))"
+    )
+    assert contained.attempt(code).status == "ok"
+    # The host appends each turn to that log: were it opened blocking, this cell would hang.
+    assert contained.kernel.run("%%mcp --code\n'still answering'", timeout=30).results() == [
+        "'still answering'"
+    ]
+    for fifo in (contained.workspace / "sessions").glob("*.jsonl"):
+        fifo.unlink()
+
+
+def test_a_forged_result_frame_is_refused_not_raised(contained: Host) -> None:
+    code = (
+        "import cemcp_sandbox\n"
+        "agent = cemcp_sandbox._agent\n"
+        "agent.channel.send({'type': 'result', 'id': agent.current.id, 'value': 'not a value'})\n"
+        "import time\ntime.sleep(3)"
+    )
+    text = assert_error(contained.attempt(code), "malformed result")
+    assert "Traceback" not in text.splitlines()[0]
+    assert "fresh sandbox" in text

@@ -29,7 +29,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(name, None)
     # CEMCP_SELECTION__WAIT stays: `make test` sets it for the notebooks, which run after tests/.
-    keep = ("CEMCP_CACHE_DIR", "CEMCP_SELECTION__WAIT")
+    # CEMCP_TEST_MICROSANDBOX_ROOTFS points the microVM boot tests at a bootable root filesystem.
+    keep = ("CEMCP_CACHE_DIR", "CEMCP_SELECTION__WAIT", "CEMCP_TEST_MICROSANDBOX_ROOTFS")
     for name in [
         n for n in os.environ if n.startswith(("AZURE_OPENAI_", "CEMCP_")) and n not in keep
     ]:

@@ -124,7 +124,8 @@ def test_load_ext_gives_the_magics_in_a_plain_ipython_kernel(
 def test_the_embedding_model_is_not_imported_at_kernel_start(start_kernel, kernel_env) -> None:
     kernel = start_kernel({**kernel_env, "CEMCP_SELECTION__SEMANTIC": "true"})
     cell = kernel.run(
-        "import sys\n"
+        "import sys, magics\n"
+        "magics._magics.engine  # waits for the engine to be built on its start thread\n"
         "heavy = ('torch', 'sentence_transformers', 'transformers', 'numpy')\n"
         "('magics' in get_ipython().extension_manager.loaded,"
         " [m for m in heavy if m in sys.modules])"

@@ -35,7 +35,8 @@ def test_review_run_from_code_stores_the_result(magics: McpMagics) -> None:
     assert review.state == "done"
     assert magics.shell.user_ns["answer"] == 4
     review.run()  # a second click does nothing
-    assert magics.engine.log(magics.session).records[-1].summary == "builtins.int: 4"
+    records = magics.engine.log(magics.session).records
+    assert [r.summary for r in records] == ["builtins.int: 4"]
 
 
 def test_review_cancel_runs_nothing(magics: McpMagics) -> None:

@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     except CemcpError as exc:
         print(f"cemcp: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a folder that cannot be written, a file that cannot be read
+        print(f"cemcp: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from .errors import ConfigError
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
-
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -65,7 +63,7 @@ class ModelSettings(_Section):
 class SandboxSettings(_Section):
     """Which isolation runs generated code, and the limits of one execution."""
 
-    backend: Literal["auto", "bubblewrap", "microsandbox", "process"] = "auto"
+    backend: Literal["auto", "bubblewrap", "microsandbox"] = "auto"
     pool_size: int = Field(2, ge=0, le=64)
     timeout: float = Field(60.0, gt=0)
     memory_mb: int = Field(1024, ge=64)
@@ -109,6 +107,8 @@ class Settings(_Section):
         data = self.model_dump()
         for key, value in overrides.items():
             _set_dotted(data, key, value)
+        for key in _PATH_KEYS:
+            data[key] = str((self.project_dir / Path(data[key]).expanduser()).resolve())
         return _validate(data)
 
     def public_dump(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from .bridge import Bridge
 from .catalog import Catalog, Discovery
 from .config import Settings, load_settings
 from .embeddings import cache_file as embedding_cache_file
-from .errors import GuardrailError
+from .errors import CemcpError, ConfigError, GuardrailError
 from .generation import GeneratedCode, Generator, TokenCallback, make_generator
 from .generation.prompt import PromptContext
 from .guardrails import Finding, blocking
@@ -120,6 +120,9 @@ class Engine:
     # --- plumbing ------------------------------------------------------------------------------
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if self._loop.is_closed():
+            coro.close()
+            raise CemcpError("This engine is closed: create a new Engine.")
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -190,6 +193,8 @@ class Engine:
         if paths_changed:  # another tool tree or project: its servers, not these
             old_bridge, self.bridge = self.bridge, Bridge(self.settings)
             self._submit(old_bridge.close())
+        if paths_changed:
+            self._logs.clear()  # session logs live in the workspace
         if sandbox_old != sandbox_new or paths_changed:
             old_pool = self.pool
             self.pool = self._make_pool(True)
@@ -296,6 +301,10 @@ class Engine:
         plan: Plan | None = None,
     ) -> ExecutionResult:
         """Run code in the session's sandbox and record the turn. Interrupt with KeyboardInterrupt."""
+        if timeout is not None and not timeout > 0:  # also refuses nan
+            raise ConfigError(
+                f"The time limit must be a positive number of seconds, not {timeout}."
+            )
         if plan is not None and plan.blocked:
             raise GuardrailError(
                 "The code was blocked by guardrails and did not run:\n"

@@ -53,3 +53,21 @@ def open_in(root: Path, *parts: str, flags: int, mode: int = 0o644) -> int:
         raise OSError(errno.EINVAL, "not a regular file", "/".join(parts))
     os.set_blocking(fd, True)
     return fd
+
+
+def ensure_workspace(path: Path) -> Path:
+    """The workspace folder, created when only its last part is missing (a typo in a path is
+    reported, not turned into a new tree of folders)."""
+    if path.is_dir():
+        return path
+    from .errors import SandboxError
+
+    if path.exists():
+        raise SandboxError(f"The workspace {path} is not a folder: set workspace_dir to a folder.")
+    if not path.parent.is_dir():
+        raise SandboxError(
+            f"The workspace {path} does not exist, nor does {path.parent}: create it, or set "
+            "workspace_dir to an existing folder."
+        )
+    path.mkdir()
+    return path

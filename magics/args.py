@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from IPython.core.error import UsageError
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 
 class CellArgs(BaseModel):
@@ -57,8 +57,9 @@ def parse_cell_args(line: str) -> CellArgs:
         values["tools"] = [t.strip() for t in values["tools"].split(",") if t.strip()]
     try:
         return CellArgs(**values)
-    except ValueError as exc:
-        raise UsageError(f"%%mcp: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"%%mcp: {problems}") from None
 
 
 def parse_assignments(line: str) -> dict[str, str]:
@@ -103,4 +104,8 @@ def parse_resume_args(line: str) -> bool:
     """True to replay the saved code (the default), False for ``--no-replay``."""
     parser = _Parser(prog="%mcp_resume", add_help=False)
     parser.add_argument("--no-replay", action="store_true")
-    return not parser.parse_args(shlex.split(line)).no_replay
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"%mcp_resume: cannot read the options: {exc}") from None
+    return not parser.parse_args(words).no_replay

@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cemcp_kernel.errors import CemcpError
+
 MAX_REPR = 200
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class InterpolationError(ValueError):
+class InterpolationError(CemcpError):
     """A ``{name}`` with no notebook variable behind it."""
 
 

@@ -7,11 +7,13 @@ waits for, so the kernel answers ``kernel_info_request`` without waiting for cem
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
@@ -19,7 +21,7 @@ from IPython.display import display
 from cemcp_kernel.errors import CemcpError
 
 from .display import CemcpMessage, Code, Figure, Notice, SandboxCodeError, result_view
-from .interpolate import InterpolationError, interpolate
+from .interpolate import interpolate
 
 if TYPE_CHECKING:
     from cemcp_kernel.engine import Engine, Plan
@@ -27,6 +29,22 @@ if TYPE_CHECKING:
 
     from .args import CellArgs
     from .review import Review
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_errors(method: F) -> F:
+    """cemcp's own errors leave a magic as a message without a traceback (see CemcpMessage)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except CemcpError as exc:
+            raise CemcpMessage(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def session_name() -> str:
@@ -86,6 +104,7 @@ class McpMagics(Magics):
     # --- %%mcp ---------------------------------------------------------------------------------
 
     @cell_magic
+    @user_errors
     def mcp(self, line: str, cell: str) -> Any:
         """Turn a request into code with your MCP tools, review it, run it in the sandbox.
 
@@ -102,10 +121,7 @@ class McpMagics(Magics):
             )
         if args.code:
             return self.run_code(cell, args)
-        try:
-            request = interpolate(cell.strip(), self.shell.user_ns)
-        except InterpolationError as exc:
-            raise CemcpMessage(str(exc)) from None
+        request = interpolate(cell.strip(), self.shell.user_ns)
         from .review import Progress
 
         progress = Progress("Generating code…")
@@ -123,8 +139,6 @@ class McpMagics(Magics):
                 on_token=progress.stream,
                 values=request.values,
             )
-        except (CemcpError, InterpolationError) as exc:
-            raise CemcpMessage(str(exc)) from None
         finally:
             progress.close()
         self.last_plan = plan
@@ -146,14 +160,12 @@ class McpMagics(Magics):
             display(Notice(str(finding), "warn"))
         return self.run_code(plan.code, args, plan)
 
+    @user_errors
     def run_code(self, code: str, args: CellArgs, plan: Plan | None = None) -> Any:
         """Execute in the session's sandbox, streaming output; return the value for display."""
-        try:
-            result = self.engine.execute(
-                code, session=self.session, timeout=args.timeout, on_stream=_write, plan=plan
-            )
-        except CemcpError as exc:
-            raise CemcpMessage(str(exc)) from None
+        result = self.engine.execute(
+            code, session=self.session, timeout=args.timeout, on_stream=_write, plan=plan
+        )
         return self.show(result, args)
 
     def show(self, result: ExecutionResult, args: CellArgs) -> Any:
@@ -172,6 +184,7 @@ class McpMagics(Magics):
     # --- line magics ---------------------------------------------------------------------------
 
     @line_magic
+    @user_errors
     def mcp_config(self, line: str) -> Any:
         """Show settings, or change them: %mcp_config model.name=gpt-4o sandbox.timeout=30"""
         from .args import parse_assignments
@@ -179,14 +192,12 @@ class McpMagics(Magics):
         pairs = parse_assignments(line)
         if not pairs:
             return _Settings(self.engine.settings.public_dump())
-        try:
-            self.engine.configure(**pairs)
-        except CemcpError as exc:
-            raise CemcpMessage(str(exc)) from None
+        self.engine.configure(**pairs)
         display(Notice(f"Set {', '.join(pairs)} for this kernel."))
         return None
 
     @line_magic
+    @user_errors
     def mcp_tools(self, line: str) -> Any:
         """Browse servers, tools and skills: %mcp_tools [search words]"""
         from .browser import ToolBrowser
@@ -194,6 +205,7 @@ class McpMagics(Magics):
         return ToolBrowser(self.engine, line.strip())
 
     @line_magic
+    @user_errors
     def mcp_history(self, line: str) -> Any:
         """This session's requests, code and results."""
         from cemcp_kernel.sandbox.results import Table
@@ -219,15 +231,13 @@ class McpMagics(Magics):
         return TableView(Table(columns=columns, rows=rows, total=len(rows)))
 
     @line_magic
+    @user_errors
     def mcp_resume(self, line: str) -> None:
         """Take up this notebook's session after a kernel restart: %mcp_resume [--no-replay]"""
         from .args import parse_resume_args
 
         replay = parse_resume_args(line)
-        try:
-            report = self.engine.resume(self.session, replay=replay)
-        except CemcpError as exc:
-            raise CemcpMessage(str(exc)) from None
+        report = self.engine.resume(self.session, replay=replay)
         if not report.turns:
             display(Notice(f"No saved turns for session {self.session!r}."))
             return
@@ -237,17 +247,15 @@ class McpMagics(Magics):
             display(Notice(f"Replay failed: {failure}", "warn"))
 
     @line_magic
+    @user_errors
     def mcp_skill(self, line: str) -> None:
         """Keep the last successful code as a skill: %mcp_skill save NAME [--description TEXT] [--force]"""
         from .args import parse_skill_args
 
         args = parse_skill_args(line)
-        try:
-            folder = self.engine.save_skill(
-                args.name, session=self.session, description=args.description, force=args.force
-            )
-        except CemcpError as exc:
-            raise CemcpMessage(str(exc)) from None
+        folder = self.engine.save_skill(
+            args.name, session=self.session, description=args.description, force=args.force
+        )
         display(
             Notice(
                 f"Saved skill {args.name!r} in skills/{folder.name}/; "
@@ -256,6 +264,7 @@ class McpMagics(Magics):
         )
 
     @line_magic
+    @user_errors
     def mcp_skills(self, line: str) -> None:
         """The skills %%mcp can use."""
         skills = [t for t in self.engine.catalog().tools if t.kind == "skill"]
@@ -265,12 +274,14 @@ class McpMagics(Magics):
             print(f"{skill.import_line}\n    {skill.summary}")
 
     @line_magic
+    @user_errors
     def mcp_reset(self, line: str) -> None:
         """Give this notebook a fresh sandbox interpreter; files in /workspace stay."""
         self.engine.reset(self.session)
         display(Notice("The session has a fresh interpreter; /workspace is unchanged."))
 
     @line_magic
+    @user_errors
     def mcp_status(self, line: str) -> Any:
         """Backend, pool, model endpoint and catalog size."""
         engine = self.engine

@@ -10,6 +10,7 @@ and the result appears in the widget's output area. ``run()``, ``edit()``, ``reg
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -76,9 +77,9 @@ class Review:
         self.edit_button = widgets.Button(description="Edit", icon="pencil")
         self.regenerate_button = widgets.Button(description="Regenerate", icon="refresh")
         self.cancel_button = widgets.Button(description="Cancel", icon="times")
-        self.run_button.on_click(lambda _: self.run())
+        self.run_button.on_click(lambda _: self._clicked(self.run))
         self.edit_button.on_click(lambda _: self.edit())
-        self.regenerate_button.on_click(lambda _: self._regenerate_clicked())
+        self.regenerate_button.on_click(lambda _: self._clicked(self.regenerate))
         self.cancel_button.on_click(lambda _: self.cancel())
         self.output = widgets.Output()
         self.buttons = [
@@ -154,11 +155,12 @@ class Review:
         if self.state == "pending":
             self.generate()
 
-    def _regenerate_clicked(self) -> None:
+    @staticmethod
+    def _clicked(action: Callable[[], None]) -> None:
         try:
-            self.regenerate()
-        except CemcpError:
-            pass  # the message is in the widget; there is no cell to raise into
+            action()
+        except Exception:
+            pass  # already shown in the widget; a click has no cell to raise into
 
     def run(self) -> None:
         if self.state != "pending" or self.plan is None:
@@ -167,11 +169,18 @@ class Review:
         self._enable(False)
         code = self.code
         plan = self.plan if code == self.plan.code else None  # edited code is the user's own
-        with self.output:
-            value = self.magics.run_code(code, self.args, plan)
-            if value is not None:
-                display(value)
-        self.state = "done"
+        failure: Exception | None = None
+        with self.output:  # shows an error raised inside (its own traceback), then swallows it
+            try:
+                value = self.magics.run_code(code, self.args, plan)
+                if value is not None:
+                    display(value)
+            except Exception as exc:
+                failure = exc
+                raise
+        self.state = "failed" if failure is not None else "done"
+        if failure is not None:
+            raise failure
 
     def cancel(self) -> None:
         if self.state != "pending":
@@ -203,6 +212,7 @@ def _describe(plan: Plan) -> str:
             f"Tokens: {generated.prompt_tokens:,} prompt, {generated.completion_tokens:,} completion"
             + (f" ({generated.attempts} attempts)" if generated.attempts > 1 else "")
         )
+    lines += [html.escape(note) for note in generated.notes]
     for finding in plan.findings:
         mark = "⛔ blocked" if finding in plan.blocked else "⚠"
         lines.append(f"{mark} {html.escape(str(finding))}")

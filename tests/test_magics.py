@@ -236,3 +236,12 @@ def test_skills_survive_awkward_descriptions_and_awaiting_code(magics: McpMagics
     shown = magics.mcp("--code", "from skills.waited import waited\nawait waited()")
     assert shown._repr_mimebundle_()[0]["text/plain"] == "42"
     assert "result = await waited()" in (own_tree[1] / "waited" / "SKILL.md").read_text()
+
+
+def test_a_review_whose_code_fails_says_so(magics: McpMagics) -> None:
+    magics.mcp("", "Calculate 1 / 0")
+    review = magics.last_review
+    assert review is not None
+    with pytest.raises(SandboxCodeError, match="ZeroDivisionError"):
+        review.run()
+    assert review.state == "failed" and review.run_button.disabled

@@ -141,3 +141,16 @@ def test_a_streamable_http_server_with_a_secret_header(project: Path, http_serve
     with Engine(load_settings(project, sandbox__pool_size=1)) as engine:
         result = engine.execute("from servers.web import echo\necho('over http')")
         assert result.value.data == "Echo: over http"
+
+
+def test_listing_a_server_never_shows_a_credential() -> None:
+    from cemcp_kernel.bridge.config import HttpServer, StdioServer
+    from cemcp_kernel.wrappers.manage import describe
+
+    stdio = StdioServer(
+        command="srv", args=["--api-key", "k1", "--token=k2", "--port", "8"], env={"K": "k3"}
+    )
+    http = HttpServer(url="https://u:k4@example.org/mcp?token=k5", headers={"Authorization": "k6"})
+    shown = describe(stdio) + describe(http)
+    assert not any(f"k{i}" in shown for i in range(1, 7)), shown
+    assert "--port 8" in shown and "example.org/mcp" in shown and "Authorization" in shown

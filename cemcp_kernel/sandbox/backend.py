@@ -70,7 +70,6 @@ class AgentSandbox(ABC):
         self.limits = limits
         self.tool_handler = tool_handler
         self.channel: AgentChannel | None = None
-        self.info: dict[str, object] = {}
         self._running: int | None = None
         self._interrupted = False
 
@@ -112,7 +111,7 @@ class AgentSandbox(ABC):
     async def start(self) -> None:
         try:
             self.channel = await self._launch(AgentChannel)
-            self.info = await asyncio.wait_for(asyncio.shield(self.channel.ready), READY_TIMEOUT_S)
+            await asyncio.wait_for(asyncio.shield(self.channel.ready), READY_TIMEOUT_S)
         except asyncio.TimeoutError:
             await self.close()
             raise SandboxError(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
+from ..paths import ensure_workspace
 from . import cgroups, packages
 from .backend import AGENT_ENV, READY_TIMEOUT_S, AgentSandbox
 from .channel import AgentChannel, ToolHandler
@@ -137,7 +138,7 @@ def build_command(
                     "/dev/null",
                     f"{LIB}/{target}/{config.parent.name}/server.json",
                 ]
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    ensure_workspace(settings.workspace_dir)
     argv += ["--bind", str(settings.workspace_dir), "/workspace", "--chdir", "/workspace"]
     argv += ["--remount-ro", "/"]  # the root tmpfs holding the mount points: nothing to write there
     env = {**AGENT_ENV, **python_env}

@@ -35,6 +35,7 @@ from pydantic import SecretStr
 
 from ..config import Settings
 from ..errors import SandboxError, SandboxUnavailable
+from ..paths import ensure_workspace
 from .backend import AGENT_ENV, AgentSandbox
 from .channel import AgentChannel, ToolHandler
 
@@ -153,7 +154,7 @@ def create_options(
     if where.remote:
         volumes[WORKSPACE] = msb.Volume.named(workspace_volume(settings))
     else:
-        settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+        ensure_workspace(settings.workspace_dir)
         volumes[WORKSPACE] = msb.Volume.bind(str(settings.workspace_dir))
         if staging is not None:
             volumes[LIB] = msb.Volume.bind(str(staging), readonly=True)

@@ -22,7 +22,7 @@ from ..paths import cache_dir
 from .backend import AgentSandbox
 from .results import ExecutionResult
 
-# Strongest first. "process" is never chosen by auto: it does not isolate.
+# Strongest first. There is no unsandboxed backend at all.
 STRENGTH = ("microsandbox", "bubblewrap")
 # A bound on one probe however a backend misbehaves; each backend bounds its own boot tighter.
 PROBE_TIMEOUT_S = 240.0

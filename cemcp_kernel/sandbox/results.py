@@ -20,9 +20,6 @@ class Table(BaseModel):
     def capped(self) -> bool:
         return self.total > len(self.rows)
 
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
-
 
 class Value(BaseModel):
     """The value of the cell's last expression: a table, an image (base64 PNG), plain JSON

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
@@ -207,13 +209,34 @@ def list_servers(settings: Settings) -> list[ServerEntry]:
     return entries
 
 
+_SECRET_WORDS = re.compile(r"key|token|secret|passw|auth|credential", re.I)
+
+
 def describe(config: ServerConfig) -> str:
-    """How the server is reached, without any value that could be a credential."""
+    """How the server is reached, without any value that could be a credential: header and
+    environment names only, no URL query or user info, and the argument after a flag whose
+    name sounds secret (``--api-key X``, ``--token=X``) hidden."""
     if isinstance(config, HttpServer):
+        url = urlsplit(config.url)
+        host = url.hostname or ""
+        shown = urlunsplit(
+            (url.scheme, host + (f":{url.port}" if url.port else ""), url.path, "", "")
+        )
         headers = f" (headers: {', '.join(sorted(config.headers))})" if config.headers else ""
-        return config.url + headers
+        return shown + (" (query hidden)" if url.query else "") + headers
+    words: list[str] = []
+    hide_next = False
+    for arg in config.args:
+        flag, sep, _ = arg.partition("=")
+        if hide_next:
+            words.append("***")
+        elif sep and flag.startswith("-") and _SECRET_WORDS.search(flag):
+            words.append(f"{flag}=***")
+        else:
+            words.append(arg)
+        hide_next = arg.startswith("-") and not sep and bool(_SECRET_WORDS.search(arg))
     env = f" (env: {', '.join(sorted(config.env))})" if config.env else ""
-    return " ".join([config.command, *config.args]) + env
+    return " ".join([config.command, *words]) + env
 
 
 def _kind(config: ServerConfig) -> str:

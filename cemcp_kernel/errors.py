@@ -35,5 +35,9 @@ class SandboxUnavailable(SandboxError):
     """No backend that isolates code works on this host."""
 
 
+class SandboxBusy(SandboxUnavailable):
+    """A backend is held by something that passes (a lock another process holds): try again."""
+
+
 class McpServerError(CemcpError):
     """A live MCP server is misconfigured, cannot be started, or failed a call."""

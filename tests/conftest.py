@@ -4,7 +4,9 @@ and the installed cemcp kernel started through jupyter_client exactly as Jupyter
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +25,13 @@ SECRET_KEY = "sk-cemcp-test-secret-0123456789"
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Tests never read or write the user's cemcp cache, and see no model from the developer's env."""
-    saved = {k: os.environ.get(k) for k in ("CEMCP_CACHE_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    """Tests never read or write the user's cemcp cache or microsandbox state (nor another test
+    run's), and see no model from the developer's env."""
+    names = ("CEMCP_CACHE_DIR", "MSB_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+    saved = {k: os.environ.get(k) for k in names}
     os.environ["CEMCP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    # A short path: microsandbox keeps its sockets under it.
+    msb_home = os.environ["MSB_HOME"] = tempfile.mkdtemp(prefix="cemcp-msb-")
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(name, None)
     # CEMCP_SELECTION__WAIT stays: `make test` sets it for the notebooks, which run after tests/.
@@ -36,6 +42,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     ]:
         os.environ.pop(name)
     yield
+    shutil.rmtree(msb_home, ignore_errors=True)
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)

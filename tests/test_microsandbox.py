@@ -9,6 +9,8 @@ probe's reason, on hosts where none boots (here: nested KVM refuses the guest ke
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime
 import json
 import os
 import signal
@@ -30,6 +32,7 @@ from cemcp_kernel.errors import SandboxError, SandboxUnavailable
 from cemcp_kernel.sandbox import backend_class
 from cemcp_kernel.sandbox.microsandbox import (
     AGENT_ENV,
+    GATE,
     LIB,
     MicrosandboxSandbox,
     Target,
@@ -74,13 +77,13 @@ def leftovers(prefix: str = OWN) -> list[str]:
     found = processes(prefix)
 
     async def records() -> list[str]:
-        page = await msb.Sandbox.list()
+        async with GATE.use(Target()) as sdk:  # the process's local backend, opened once
+            page = await sdk.Sandbox.list()
         return [
             f"record {h.name} ({h.status})" for h in page.sandboxes if h.name.startswith(prefix)
         ]
 
-    with msb.backend_scope(msb.BackendKind.LOCAL):
-        found += asyncio.run(records())
+    found += asyncio.run(records())
     found += [f"staging {p}" for p in Path(tempfile.gettempdir()).glob(f"{prefix}*")]
     return found
 
@@ -273,6 +276,88 @@ def test_preflight_refuses_an_image_that_is_not_pulled_yet(workspace: Path) -> N
     settings = settings_for(workspace, sandbox__image="cemcp-test/never-pulled:1")
     with pytest.raises(SandboxUnavailable, match=r"not in its local cache.*msb pull"):
         asyncio.run(MicrosandboxSandbox.preflight(settings))
+
+
+# --- microsandbox's own lock on its local state ------------------------------------------------
+
+# Runs in a fresh process (microsandbox opens its state once per process) on a fresh state folder.
+PREFLIGHT = """
+import asyncio, contextlib, json, sys
+import cemcp_kernel.sandbox.microsandbox as m
+from cemcp_kernel.config import load_settings
+from cemcp_kernel.errors import SandboxUnavailable
+from cemcp_kernel.sandbox.probe import probe_all
+m.INSTALL_WAIT_S = 1.0
+from pathlib import Path
+settings = load_settings(Path(sys.argv[1]), workspace_dir=sys.argv[2], sandbox__image="cemcp-never-pulled")
+
+async def cut(delay):
+    task = asyncio.ensure_future(m.MicrosandboxSandbox.preflight(settings))
+    await asyncio.sleep(delay)
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+
+if sys.argv[3] == "probe":
+    print(json.dumps([r.model_dump() for r in asyncio.run(probe_all(settings))]))
+elif sys.argv[3] == "preflight":
+    try:
+        asyncio.run(m.MicrosandboxSandbox.preflight(settings))
+    except SandboxUnavailable as exc:
+        print(exc)
+else:
+    asyncio.run(cut(float(sys.argv[3])))
+"""
+
+
+def in_state(home: Path, workspace: Path, *args: str) -> str:
+    env = {**os.environ, "MSB_HOME": str(home), "CEMCP_CACHE_DIR": str(home / "cemcp-cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", PREFLIGHT, str(ROOT), str(workspace), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("delay", [i / 100 for i in range(13)])
+def test_a_call_cut_short_while_microsandbox_opens_its_state_leaves_it_usable(
+    delay: float, workspace: Path
+) -> None:
+    """The first call opens (and on first use migrates) microsandbox's database under a lock it
+    keeps for 30 minutes unless the call completes; a cancelled call must not leave either half
+    done, or every later microsandbox call on the host is refused."""
+    with tempfile.TemporaryDirectory(prefix="cemcp-msb-") as home:
+        in_state(Path(home), workspace, str(delay))
+        answer = in_state(Path(home), workspace, "preflight")
+    assert "'cemcp-never-pulled' is not in its local cache" in answer, answer
+
+
+def test_a_held_lock_is_a_clear_refusal_that_auto_asks_again_next_time(workspace: Path) -> None:
+    """A process killed while microsandbox opens its state leaves the lock held (microsandbox
+    does not check that the holder lives): written here as such a process leaves it."""
+    import sqlite3
+
+    with tempfile.TemporaryDirectory(prefix="cemcp-msb-") as name:
+        home = Path(name)
+        in_state(home, workspace, "preflight")  # creates the state as any first use does
+        until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=30)
+        with contextlib.closing(sqlite3.connect(home / "db" / "msb.db")) as db, db:
+            db.execute(
+                "UPDATE maintenance_lease SET holder_pid = 4194999, last_completed_at = NULL, "
+                "lease_expires_at = ? WHERE name = 'install_exclusive'",
+                (until.strftime("%Y-%m-%d %H:%M:%S.%f000"),),  # as microsandbox writes it
+            )
+        reports = {r["name"]: r for r in json.loads(in_state(home, workspace, "probe"))}
+        assert not (home / "cemcp-cache" / "probe.json").exists()  # asked again next time
+    refusal = reports["microsandbox"]
+    assert not refusal["works"] and not refusal["lasting"]
+    assert f"its local state is locked until {until:%Y-%m-%d %H:%M:%S} UTC" in refusal["reason"]
+    assert "set sandbox.backend to bubblewrap" in refusal["reason"]
+    assert reports["bubblewrap"]["works"], reports["bubblewrap"]["reason"]
 
 
 def test_preflight_checks_the_rootfs(workspace: Path, tmp_path: Path) -> None:

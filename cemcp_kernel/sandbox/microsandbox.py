@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from typing import Any, TypeVar
 from pydantic import SecretStr
 
 from ..config import Settings
-from ..errors import SandboxError, SandboxUnavailable
+from ..errors import SandboxBusy, SandboxError, SandboxUnavailable
 from ..paths import ensure_workspace
 from .backend import AGENT_ENV, AgentSandbox
 from .channel import AgentChannel, ToolHandler
@@ -50,8 +51,8 @@ BOOT_TIMEOUT_S = 45.0
 REMOTE_BOOT_TIMEOUT_S = 120.0  # the service may schedule and pull first
 PULL_TIMEOUT_S = 600.0  # an image that is not cached yet is pulled before the boot
 T = TypeVar("T")
-INSTALL_WAIT_S = 60.0
-LOG_SETTLE_S = 3.0  # the runtime's error line can land just after the SDK's error  # another process unpacking the runtime on first use
+INSTALL_WAIT_S = 30.0  # another process opening or installing microsandbox holds its lock
+LOG_SETTLE_S = 3.0  # the runtime's error line can land just after the SDK's error
 REMOVE_WAIT_S = 20.0  # a VM that failed to boot may take a moment to be stopped
 REAPER_WAIT_S = 45.0  # its kill and remove are bounded by the SDK's own timeouts
 GUEST_OVERHEAD_MB = 128  # guest kernel and microsandbox's agent, beside the code's own limit
@@ -244,17 +245,59 @@ def bare_rootfs(folder: Path) -> Path:
     return folder
 
 
-async def _after_install(call: Callable[[], Awaitable[T]]) -> T:
-    """Run an SDK call; if another process is installing microsandbox's runtime (it refuses
-    with "install operation in progress" meanwhile), wait for that, at most INSTALL_WAIT_S."""
+class _LocalState:
+    """Opens microsandbox's local state once per process, in a way nothing can cut short.
+
+    The first call through a local SDK backend opens microsandbox's database (migrating it on
+    first use) under an exclusive "install" lock that it keeps for 30 minutes unless the call
+    completes. A call dropped half-way (a cancelled task, a timeout, a closing event loop) leaves
+    that lock, and a half-migrated database, behind; every microsandbox call on the host is then
+    refused. So the process-wide default backend is made local and opened once, on a worker
+    thread that runs to the end whatever happens to the task waiting for it; calls through it
+    never take the lock again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = False
+
+    async def ensure(self, msb: ModuleType) -> None:
+        if not self._open:
+            await asyncio.to_thread(self._open_blocking, msb)
+
+    def _open_blocking(self, msb: ModuleType) -> None:
+        with self._lock:
+            if self._open:
+                return
+            msb.set_default_backend(msb.BackendKind.LOCAL)
+            asyncio.run(_unlocked(msb.Sandbox.list))
+            self._open = True
+
+
+async def _unlocked(call: Callable[[], Awaitable[T]]) -> T:
+    """Run an SDK call that opens the local state; while another process holds microsandbox's
+    install lock, wait for it, at most INSTALL_WAIT_S, then say what blocks and what to do."""
     deadline = time.monotonic() + INSTALL_WAIT_S
     while True:
         try:
             return await call()
         except Exception as exc:
-            if "install operation in progress" not in str(exc) or time.monotonic() > deadline:
+            if "install operation in progress" not in str(exc):
                 raise
+            if time.monotonic() > deadline:
+                raise SandboxBusy(_locked_message(str(exc))) from None
         await asyncio.sleep(0.5)
+
+
+def _locked_message(error: str) -> str:
+    until = re.search(r"until (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", error)
+    when = f"until {until.group(1)} UTC" if until else "for now"
+    return (
+        f"microsandbox: its local state is locked {when}, and microsandbox refuses every call "
+        "meanwhile. It takes that lock while a process installs or opens it; a process killed at "
+        "that moment leaves it held until it expires. Wait (`python -m cemcp_kernel doctor "
+        "--refresh` checks again), or set sandbox.backend to bubblewrap for now."
+    )
 
 
 async def _cached(msb: ModuleType, options: dict[str, Any]) -> bool:
@@ -319,7 +362,8 @@ def check_host(settings: Settings) -> Target:
 
 
 class _BackendGate:
-    """Selects the SDK's backend (local or remote) around calls that use the default backend.
+    """Selects the SDK's backend around calls that use the default one: the local backend,
+    opened once per process (see _LocalState), or a remote service's through ``backend_scope``.
 
     ``backend_scope`` replaces a process-wide default, not a task-local one, so calls for
     different targets must not overlap; calls for the same target may. Handles keep the backend
@@ -331,23 +375,24 @@ class _BackendGate:
         self._key: str | None = None
         self._users = 0
         self._scope: Any = None
+        self._local = _LocalState()
 
     @contextlib.asynccontextmanager
     async def use(self, where: Target) -> AsyncIterator[ModuleType]:
         msb = sdk()
+        if where.api_key is None:
+            await self._local.ensure(msb)
         while True:
             with self._lock:
                 if self._users == 0:
                     if where.api_key is not None:
-                        scope = msb.backend_scope(
+                        self._scope = msb.backend_scope(
                             msb.BackendKind.CLOUD,
                             url=where.url,
                             api_key=where.api_key.get_secret_value(),
                         )
-                    else:
-                        scope = msb.backend_scope(msb.BackendKind.LOCAL)
-                    scope.__enter__()
-                    self._scope, self._key = scope, where.key
+                        self._scope.__enter__()
+                    self._key = where.key
                 if self._key == where.key:
                     self._users += 1
                     break
@@ -359,7 +404,8 @@ class _BackendGate:
                 self._users -= 1
                 if self._users == 0:
                     scope, self._scope, self._key = self._scope, None, None
-                    scope.__exit__(None, None, None)
+                    if scope is not None:
+                        scope.__exit__(None, None, None)
 
 
 GATE = _BackendGate()
@@ -395,7 +441,7 @@ class MicrosandboxSandbox(AgentSandbox):
             return
         async with GATE.use(where) as msb:
             try:
-                await _after_install(lambda: msb.Image.get(settings.sandbox.image))
+                await msb.Image.get(settings.sandbox.image)
             except msb.ImageNotFoundError:
                 raise SandboxUnavailable(
                     f"microsandbox: the image {settings.sandbox.image!r} is not in its local "
@@ -449,9 +495,7 @@ class MicrosandboxSandbox(AgentSandbox):
                     await self._ensure_volume(msb)
                 elif self.settings.sandbox.rootfs is None and not await _cached(msb, options):
                     timeout += PULL_TIMEOUT_S
-                return await asyncio.wait_for(
-                    _after_install(lambda: msb.Sandbox.create(self.name, **options)), timeout
-                )
+                return await asyncio.wait_for(msb.Sandbox.create(self.name, **options), timeout)
             except asyncio.TimeoutError:
                 log = await self._boot_log(msb)
                 reason = classify(self.settings, "", log, timed_out=True, remote=where.remote)

@@ -17,7 +17,7 @@ import time
 from pydantic import BaseModel
 
 from ..config import Settings
-from ..errors import SandboxError, SandboxUnavailable
+from ..errors import SandboxBusy, SandboxError, SandboxUnavailable
 from ..paths import cache_dir
 from .backend import AgentSandbox
 from .results import ExecutionResult
@@ -34,6 +34,7 @@ class BackendReport(BaseModel):
     isolation: str
     reason: str
     boot_ms: float | None = None
+    lasting: bool = True  # False when the refusal passes (a lock): such a probe is not cached
 
 
 def _host_key(settings: Settings) -> str:
@@ -54,6 +55,10 @@ async def probe(name: str, settings: Settings) -> BackendReport:
     started = time.perf_counter()
     try:
         result = await asyncio.wait_for(_check_boot_and_run(cls, settings), PROBE_TIMEOUT_S)
+    except SandboxBusy as exc:
+        return BackendReport(
+            name=name, works=False, isolation=cls.isolation, reason=str(exc), lasting=False
+        )
     except (SandboxError, OSError) as exc:
         return BackendReport(name=name, works=False, isolation=cls.isolation, reason=str(exc))
     except asyncio.TimeoutError:
@@ -93,6 +98,8 @@ async def probe_all(settings: Settings, refresh: bool = False) -> list[BackendRe
             pass
     # Side by side: a slow refusal of one backend does not add to the others' time.
     reports = list(await asyncio.gather(*(probe(name, settings) for name in STRENGTH)))
+    if not all(r.lasting for r in reports):
+        return reports  # asked again next time, when the lock may be gone
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "reports": [r.model_dump() for r in reports]}))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,22 +129,93 @@ def http_server() -> Iterator[str]:
             process.stdout.close()
 
 
+class HeaderProxy:
+    """A loopback TCP proxy that records the head of every HTTP request it forwards, so a test
+    sees which headers reached the server."""
+
+    def __init__(self, upstream: str) -> None:
+        self.host, port = upstream.split("//")[1].split("/")[0].split(":")
+        self.upstream_port = int(port)
+        self.heads: list[str] = []
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def _serve(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(
+            asyncio.start_server(self._connection, "127.0.0.1", 0)
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(self.host, self.upstream_port)
+
+        async def requests() -> None:  # client -> server, one request (head and body) at a time
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                self.heads.append(head.decode("latin-1"))
+                length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                up_writer.write(head + await reader.readexactly(int(length[1]) if length else 0))
+                await up_writer.drain()
+
+        async def responses() -> None:
+            while data := await up_reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+
+        with contextlib.suppress(Exception):
+            await asyncio.gather(requests(), responses())
+        for w in (writer, up_writer):
+            w.close()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        for task in asyncio.all_tasks(self.loop):
+            task.cancel()
+        self.loop.run_until_complete(asyncio.sleep(0))
+        self.loop.close()
+
+
+def authorizations(heads: list[str]) -> set[str]:
+    return {m[1] for head in heads for m in re.finditer(r"(?im)^authorization:\s*(.*?)\r$", head)}
+
+
 def test_a_streamable_http_server_with_a_secret_header(project: Path, http_server: str) -> None:
-    token = "Bearer tok-4b1d"
-    added = cemcp(
-        project, "servers", "add", "web", "--url", http_server, "--header", f"Authorization={token}"
-    )
-    assert "13 tools from mcp-servers/everything" in added.stdout
-    server_json = json.loads((project / "servers" / "web" / "server.json").read_text())
-    assert server_json == {
-        "type": "http",
-        "url": http_server,
-        "headers": {"Authorization": "${MCP_WEB_AUTHORIZATION}"},
-    }
-    assert dotenv_values(project / ".env") == {"MCP_WEB_AUTHORIZATION": token}
-    with Engine(load_settings(project, sandbox__pool_size=1)) as engine:
-        result = engine.execute("from servers.web import echo\necho('over http')")
-        assert result.value.data == "Echo: over http"
+    proxy = HeaderProxy(http_server)
+    url = f"http://127.0.0.1:{proxy.port}/mcp"
+    try:
+        token = "Bearer tok-4b1d"
+        added = cemcp(
+            project, "servers", "add", "web", "--url", url, "--header", f"Authorization={token}"
+        )
+        assert "13 tools from mcp-servers/everything" in added.stdout
+        server_json = json.loads((project / "servers" / "web" / "server.json").read_text())
+        assert server_json == {
+            "type": "http",
+            "url": url,
+            "headers": {"Authorization": "${MCP_WEB_AUTHORIZATION}"},
+        }
+        assert dotenv_values(project / ".env") == {"MCP_WEB_AUTHORIZATION": token}
+        # The reference is resolved from .env when the bridge connects: a new value there is
+        # what the server gets next time, on every request, and never inside the sandbox.
+        (project / ".env").write_text("MCP_WEB_AUTHORIZATION='Bearer tok-rotated'\n")
+        proxy.heads.clear()
+        with Engine(load_settings(project, sandbox__pool_size=1)) as engine:
+            code = "import os\nfrom servers.web import echo\n(echo('over http'), dict(os.environ))"
+            result = engine.execute(code)
+        echoed, environ = result.value.data
+        assert echoed == "Echo: over http"
+        assert proxy.heads and authorizations(proxy.heads) == {"Bearer tok-rotated"}
+        assert len(authorizations(proxy.heads[:1])) == 1  # the first request carries it too
+        assert "tok-rotated" not in json.dumps(environ)
+    finally:
+        proxy.close()
 
 
 def test_listing_a_server_never_shows_a_credential() -> None:

@@ -380,8 +380,6 @@ class _BackendGate:
     @contextlib.asynccontextmanager
     async def use(self, where: Target) -> AsyncIterator[ModuleType]:
         msb = sdk()
-        if where.api_key is None:
-            await self._local.ensure(msb)
         while True:
             with self._lock:
                 if self._users == 0:
@@ -398,6 +396,8 @@ class _BackendGate:
                     break
             await asyncio.sleep(0.05)
         try:
+            if where.api_key is None:  # no remote scope is active now: the default is in use
+                await self._local.ensure(msb)
             yield msb
         finally:
             with self._lock:

@@ -3,10 +3,13 @@ and the installed cemcp kernel started through jupyter_client exactly as Jupyter
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,28 @@ from cemcp_kernel.scripted_model import ScriptedOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_KEY = "sk-cemcp-test-secret-0123456789"
+
+
+@dataclass
+class Listener:
+    """A TCP server on the host's loopback; a sandbox without network must leave ``accepted``
+    empty."""
+
+    port: int
+    accepted: list[object]
+
+
+@contextlib.contextmanager
+def loopback_listener() -> Iterator[Listener]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    try:
+        yield Listener(server.getsockname()[1], accepted)
+    finally:
+        server.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

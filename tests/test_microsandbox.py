@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,7 +44,7 @@ from cemcp_kernel.sandbox.microsandbox import (
 )
 from cemcp_kernel.sandbox.probe import STRENGTH, BackendReport, choose, run_probe
 
-from .conftest import ROOT, SECRET_KEY
+from .conftest import ROOT, SECRET_KEY, loopback_listener
 
 msb = pytest.importorskip("microsandbox")
 
@@ -579,15 +578,9 @@ def test_the_workspace_round_trips(vm: Engine, booted: Settings) -> None:
 
 
 def test_there_is_no_network(vm: Engine) -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    port = server.getsockname()[1]
-    accepted: list[object] = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
-    try:
+    with loopback_listener() as listener:
         result = vm.execute(
-            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)"
+            f"import socket\nsocket.create_connection(('127.0.0.1', {listener.port}), timeout=3)"
         )
         assert result.error is not None and result.error.ename in (
             "ConnectionRefusedError",
@@ -598,9 +591,7 @@ def test_there_is_no_network(vm: Engine) -> None:
         assert result.error is not None and result.error.ename == "gaierror"
         interfaces = vm.execute("import socket\n[n for _, n in socket.if_nameindex()]")
         assert interfaces.value.data == ["lo"]
-        assert accepted == []
-    finally:
-        server.close()
+        assert listener.accepted == []
 
 
 def test_the_environment_holds_nothing_of_the_host(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,7 @@ import pytest
 from cemcp_kernel.config import Settings
 from cemcp_kernel.engine import Engine
 
-from .conftest import ROOT, SECRET_KEY
+from .conftest import ROOT, SECRET_KEY, loopback_listener
 
 
 def test_workspace_files_reach_the_host_and_survive_a_new_session(
@@ -59,21 +57,13 @@ def test_tools_are_importable_but_read_only(engine: Engine) -> None:
 
 
 def test_no_network_even_to_the_hosts_loopback(engine: Engine) -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    port = server.getsockname()[1]
-    accepted: list[object] = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
-    try:
-        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)"
+    with loopback_listener() as listener:
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {listener.port}), timeout=2)"
         result = engine.execute(code)
         assert result.error is not None and result.error.ename == "ConnectionRefusedError"
         result = engine.execute("import socket\nsocket.getaddrinfo('pypi.org', 443)")
         assert result.error is not None and result.error.ename == "gaierror"
-        assert accepted == []
-    finally:
-        server.close()
+        assert listener.accepted == []
 
 
 def test_variables_persist_until_reset(engine: Engine) -> None:

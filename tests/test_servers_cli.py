@@ -11,6 +11,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from dotenv import dotenv_values
@@ -134,8 +135,8 @@ class HeaderProxy:
     sees which headers reached the server."""
 
     def __init__(self, upstream: str) -> None:
-        self.host, port = upstream.split("//")[1].split("/")[0].split(":")
-        self.upstream_port = int(port)
+        url = urlsplit(upstream)
+        self.host, self.upstream_port = url.hostname, url.port
         self.heads: list[str] = []
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()

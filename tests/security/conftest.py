@@ -6,15 +6,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from ..conftest import ROOT, CellOutput, KernelSession
+from ..conftest import ROOT, CellOutput, KernelSession, loopback_listener
 
 SECRET = "sk-cemcp-security-secret-7f3a9c"
 
@@ -58,20 +56,14 @@ def host(tmp_path_factory: pytest.TempPathFactory, installed_kernelspec: str) ->
     private = base / "private.txt"
     private.write_text(f"host-only {SECRET}\n")
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    accepted: list[object] = []
-    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
-
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_"))}
     env.update(
         {"CEMCP_PROJECT_DIR": str(project), "OPENAI_API_KEY": SECRET, "SERVICE_TOKEN": SECRET}
     )
-    kernel = KernelSession(env, project)
-    yield Host(kernel, project, workspace, private, listener.getsockname()[1], accepted)
-    kernel.shutdown()
-    listener.close()
+    with loopback_listener() as listener:
+        kernel = KernelSession(env, project)
+        yield Host(kernel, project, workspace, private, listener.port, listener.accepted)
+        kernel.shutdown()
 
 
 @pytest.fixture
